@@ -1,0 +1,92 @@
+// Command tollgate serves Tollgate's pay-per-call API: the gRPC services on a
+// private listener and the REST gateway on the public one.
+//
+//	tollgate serve [flags]
+//	tollgate --help
+//
+// main only wires: it reads configuration (flags, then TOLLGATE_* env,
+// then defaults), builds each part in dependency order and serves until
+// SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "tollgate:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `tollgate serves a pay-per-call data API about Base tokens and wallets and
+ETH/BTC markets, paid per call with x402.
+
+Usage:
+  tollgate serve [flags]   run the gRPC server and the REST gateway
+  tollgate --help          show this help
+
+Every flag of serve can also be set with the environment variable
+TOLLGATE_<FLAG>, upper case with dashes as underscores (--public-url ->
+TOLLGATE_PUBLIC_URL). A flag on the command line wins over the environment.
+
+Flags of serve:
+`
+
+// run parses args and runs the chosen command until ctx ends.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		fs, _ := newServeFlags(getenv)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "serve":
+		fs, cfg := newServeFlags(getenv)
+		fs.SetOutput(stderr)
+		fs.Usage = func() {
+			fmt.Fprint(fs.Output(), usage)
+			fs.PrintDefaults()
+		}
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+		}
+		if err := cfg.validate(); err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stderr)
+	default:
+		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
+	}
+}
+
+// buildVersion returns the module version the binary was built from, or
+// "devel" for a build inside the repository.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

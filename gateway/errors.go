@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"unicode"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// Every non-2xx answer of the gateway has the tollgatev1.Error body:
+//
+//	{"error":"invalid_argument","message":"...","status":400,"param":"product","accepted":["BTC-USD","ETH-USD"]}
+//
+// "error" is the gRPC code in snake case (or "method_not_allowed"),
+// "status" repeats the HTTP status, "param" and "accepted" appear when a
+// parameter is to blame. gRPC codes become HTTP statuses here and nowhere
+// else, by grpc-gateway's standard table (runtime.HTTPStatusFromCode):
+//
+//	InvalidArgument, FailedPrecondition, OutOfRange  400
+//	NotFound                                         404
+//	Unimplemented                                    501
+//	Unavailable                                      503
+//	DeadlineExceeded                                 504
+//	Internal, Unknown, DataLoss                      500
+
+// errorHandler writes a gRPC error from a proxied call.
+func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	st := status.Convert(err)
+	code := st.Code()
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = codes.DeadlineExceeded
+	}
+	body := &tollgatev1.Error{Error: codeName(code), Message: st.Message()}
+	for _, d := range st.Details() {
+		if e, ok := d.(*tollgatev1.Error); ok {
+			body.Param, body.Accepted = e.Param, e.Accepted
+		}
+	}
+	writeError(w, r, runtime.HTTPStatusFromCode(code), body)
+}
+
+// routingErrorHandler writes the gateway's own 404 and 405.
+func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	switch httpStatus {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", "GET")
+		writeError(w, r, httpStatus, &tollgatev1.Error{
+			Error:   "method_not_allowed",
+			Message: "method " + r.Method + " is not allowed; every operation is a GET",
+		})
+	case http.StatusNotFound:
+		writeError(w, r, httpStatus, &tollgatev1.Error{
+			Error:   "not_found",
+			Message: "no such path: " + r.URL.Path + "; see /openapi.json or /tollgate for the operations",
+		})
+	default:
+		writeError(w, r, httpStatus, &tollgatev1.Error{
+			Error:   "invalid_argument",
+			Message: http.StatusText(httpStatus),
+		})
+	}
+}
+
+// writeParamError answers a refused parameter: 404 for a path value outside
+// its set (the path names no resource), else 400.
+func writeParamError(w http.ResponseWriter, r *http.Request, err error) {
+	var pe *catalog.ParamError
+	if !errors.As(err, &pe) {
+		writeError(w, r, http.StatusBadRequest, &tollgatev1.Error{Error: "invalid_argument", Message: err.Error()})
+		return
+	}
+	httpStatus, code := http.StatusBadRequest, "invalid_argument"
+	if pe.NotFound {
+		httpStatus, code = http.StatusNotFound, "not_found"
+	}
+	writeError(w, r, httpStatus, &tollgatev1.Error{
+		Error:    code,
+		Message:  pe.Error(),
+		Param:    &pe.Param,
+		Accepted: pe.Accepted,
+	})
+}
+
+// writeError writes body with the given status. The body's status field is
+// set here, so it always equals the HTTP status.
+func writeError(w http.ResponseWriter, _ *http.Request, httpStatus int, body *tollgatev1.Error) {
+	body.Status = int32(httpStatus)
+	out, err := (&restJSON{}).Marshal(body)
+	if err != nil { // only invalid UTF-8 in a message can get here
+		out = []byte(`{"error":"internal","message":"internal error","status":500,"accepted":[]}`)
+		httpStatus = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(httpStatus)
+	_, _ = w.Write(out)
+}
+
+// codeName returns a gRPC code in snake case: InvalidArgument ->
+// "invalid_argument".
+func codeName(c codes.Code) string {
+	var out []rune
+	for i, r := range c.String() {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				out = append(out, '_')
+			}
+			r = unicode.ToLower(r)
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}

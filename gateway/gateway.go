@@ -1,0 +1,132 @@
+// Package gateway serves Tollgate's REST API: grpc-gateway's mux in front of
+// the gRPC services, reached through a client connection so that the gRPC
+// interceptors run in one place, on the server. It owns what is REST-only:
+// the wire JSON (enum strings, field order), the parameter checks that run
+// before a request is proxied (and before any payment logic in front of
+// it), the one error body of every non-2xx answer, and the access log.
+//
+// Routes come only from the protos' google.api.http annotations; the
+// catalog tells which are paid, at what price, with which parameter rules.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// Config holds the gateway's settings.
+type Config struct {
+	// Timeout bounds each proxied gRPC call; past it the answer is 504.
+	Timeout time.Duration
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	if c.Timeout <= 0 {
+		return fmt.Errorf("gateway: timeout must be positive, got %s", c.Timeout)
+	}
+	return nil
+}
+
+// New returns the REST handler for the services reachable over conn.
+func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Catalog) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := newRESTJSON(protoregistry.GlobalFiles, "tollgate.v1")
+	unwrap := map[protoreflect.FullName]protoreflect.OneofDescriptor{}
+	for _, op := range cat.Operations() {
+		if op.UnwrapOneof != "" {
+			out := op.Method.Output()
+			unwrap[out.FullName()] = out.Oneofs().ByName(protoreflect.Name(op.UnwrapOneof))
+		}
+	}
+	mux := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
+		runtime.WithErrorHandler(errorHandler),
+		runtime.WithRoutingErrorHandler(routingErrorHandler),
+		runtime.WithDisablePathLengthFallback(), // no POST-as-GET
+		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithForwardResponseRewriter(func(_ context.Context, resp proto.Message) (any, error) {
+			od, ok := unwrap[resp.ProtoReflect().Descriptor().FullName()]
+			if !ok {
+				return resp, nil
+			}
+			fd := resp.ProtoReflect().WhichOneof(od)
+			if fd == nil {
+				return nil, errors.New("gateway: empty oneof in response")
+			}
+			return resp.ProtoReflect().Get(fd).Message().Interface(), nil
+		}),
+	)
+	if err := tollgatev1.RegisterAnalyticsServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := tollgatev1.RegisterDiscoveryServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	checked := http.NewServeMux()
+	for _, op := range cat.Operations() {
+		for _, path := range op.Paths {
+			checked.Handle("GET "+servePattern(path), checkParams(op, mux))
+		}
+	}
+	checked.Handle("/", mux) // unknown paths and methods: the mux answers 404/405
+	return withTimeout(cfg.Timeout, checked), nil
+}
+
+// servePattern turns a google.api.http path template into a net/http
+// pattern: "/" must match only the root.
+func servePattern(path string) string {
+	if path == "/" {
+		return "/{$}"
+	}
+	return path
+}
+
+// checkParams refuses bad parameters of op before the call is proxied, and
+// hands the gateway the normalized query (clamped integers rewritten).
+func checkParams(op *catalog.Operation, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		query, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeError(w, r, http.StatusBadRequest, &tollgatev1.Error{
+				Error:   "invalid_argument",
+				Message: "malformed query string: " + err.Error(),
+			})
+			return
+		}
+		norm, err := op.CheckHTTP(r.PathValue, query)
+		if err != nil {
+			writeParamError(w, r, err)
+			return
+		}
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.RawQuery = norm.Encode()
+		r2.URL = &u
+		next.ServeHTTP(w, r2)
+	})
+}
+
+func withTimeout(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

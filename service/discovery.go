@@ -1,0 +1,338 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate/tollgate/gen/openapi"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// Facts of the deployment that every catalog repeats.
+const (
+	projectName = "Tollgate"
+	description = "Pay-per-call data about tokens and wallets on Base (eip155:8453) and about ETH/BTC markets, paid per call with x402 in USDC on Base. No signup, no API key."
+	network     = "eip155:8453"
+	disclaimer  = "Data and model output for information only; not financial advice. No accuracy or performance is implied."
+	payHowTo    = "Call a paid URL without payment to receive 402 with the payment requirements (x402 v1 JSON body and v2 PAYMENT-REQUIRED header). Sign an EIP-3009 TransferWithAuthorization of USDC on eip155:8453 for the price and retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). Bad parameters are refused with 400 before any payment. Free samples of every response are at /demo/{op}."
+)
+
+// Config holds what the free operations say about the deployment.
+type Config struct {
+	// PublicURL is the absolute base URL clients reach the REST API at;
+	// catalogs, the OpenAPI servers entry and (later) x402 resources use it.
+	PublicURL string
+	// Version is the server's build version.
+	Version string
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.PublicURL)
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("public URL: %w", err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		errs = append(errs, fmt.Errorf("public URL %q: scheme must be http or https", c.PublicURL))
+	case u.Host == "":
+		errs = append(errs, fmt.Errorf("public URL %q: no host", c.PublicURL))
+	case u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("public URL %q: no query or fragment allowed", c.PublicURL))
+	}
+	if c.Version == "" {
+		errs = append(errs, errors.New("version is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Discovery implements tollgatev1.DiscoveryServiceServer.
+type Discovery struct {
+	tollgatev1.UnimplementedDiscoveryServiceServer
+
+	cfg        Config
+	base       string // PublicURL without a trailing slash
+	cat        *catalog.Catalog
+	apiVersion string
+	openapi    []byte
+	llms       []byte
+	project    *tollgatev1.GetProjectResponse
+	x402       *tollgatev1.GetX402DiscoveryResponse
+	demos      map[string]*tollgatev1.GetDemoResponse
+}
+
+// NewDiscovery builds the free catalogs from cat and the generated OpenAPI
+// document. It does no I/O.
+func NewDiscovery(cfg Config, cat *catalog.Catalog) (*Discovery, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("discovery config: %w", err)
+	}
+	d := &Discovery{cfg: cfg, base: strings.TrimSuffix(cfg.PublicURL, "/"), cat: cat}
+	doc, version, err := servedOpenAPI(openapi.Document(), d.base)
+	if err != nil {
+		return nil, err
+	}
+	d.openapi, d.apiVersion = doc, version
+	d.project = d.buildProject()
+	d.x402 = d.buildX402()
+	d.llms = d.buildLLMs()
+	d.demos = demos()
+	for _, op := range cat.Paid() {
+		if _, ok := d.demos[op.Name]; !ok {
+			return nil, fmt.Errorf("no demo sample for paid operation %q", op.Name)
+		}
+	}
+	return d, nil
+}
+
+// GetIndex implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetIndex(context.Context, *tollgatev1.GetIndexRequest) (*tollgatev1.GetIndexResponse, error) {
+	return &tollgatev1.GetIndexResponse{
+		Name:        projectName,
+		Description: description,
+		Openapi:     d.base + "/openapi.json",
+		Catalog:     d.base + "/tollgate",
+		Llms:        d.base + "/llms.txt",
+		X402:        d.base + "/.well-known/x402",
+		Health:      d.base + "/health",
+	}, nil
+}
+
+// GetHealth implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetHealth(context.Context, *tollgatev1.GetHealthRequest) (*tollgatev1.GetHealthResponse, error) {
+	return &tollgatev1.GetHealthResponse{Status: "ok", Version: d.cfg.Version}, nil
+}
+
+// GetProject implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetProject(context.Context, *tollgatev1.GetProjectRequest) (*tollgatev1.GetProjectResponse, error) {
+	return proto.CloneOf(d.project), nil
+}
+
+// GetLlmsTxt implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetLlmsTxt(context.Context, *tollgatev1.GetLlmsTxtRequest) (*tollgatev1.GetLlmsTxtResponse, error) {
+	return &tollgatev1.GetLlmsTxtResponse{Body: &httpbody.HttpBody{
+		ContentType: "text/plain; charset=utf-8",
+		Data:        bytes.Clone(d.llms),
+	}}, nil
+}
+
+// GetOpenAPI implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetOpenAPI(context.Context, *tollgatev1.GetOpenAPIRequest) (*tollgatev1.GetOpenAPIResponse, error) {
+	return &tollgatev1.GetOpenAPIResponse{Body: &httpbody.HttpBody{
+		ContentType: "application/json",
+		Data:        bytes.Clone(d.openapi),
+	}}, nil
+}
+
+// GetDemo implements tollgatev1.DiscoveryServiceServer. The interceptor has
+// already refused ops outside the declared set.
+func (d *Discovery) GetDemo(_ context.Context, req *tollgatev1.GetDemoRequest) (*tollgatev1.GetDemoResponse, error) {
+	demo, ok := d.demos[req.GetOp()]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no demo for op %q", req.GetOp())
+	}
+	return proto.CloneOf(demo), nil
+}
+
+// GetX402Discovery implements tollgatev1.DiscoveryServiceServer.
+func (d *Discovery) GetX402Discovery(context.Context, *tollgatev1.GetX402DiscoveryRequest) (*tollgatev1.GetX402DiscoveryResponse, error) {
+	return proto.CloneOf(d.x402), nil
+}
+
+// GetMetrics implements tollgatev1.DiscoveryServiceServer. Counters come
+// from the payment ledger; until payments exist every counter is zero.
+func (d *Discovery) GetMetrics(context.Context, *tollgatev1.GetMetricsRequest) (*tollgatev1.GetMetricsResponse, error) {
+	resp := &tollgatev1.GetMetricsResponse{
+		AsOf:   time.Now().UTC().Format(time.RFC3339),
+		Totals: &tollgatev1.EndpointCounters{Name: "total", RevenueUsd: "0"},
+	}
+	for _, op := range d.cat.Paid() {
+		resp.Endpoints = append(resp.Endpoints, &tollgatev1.EndpointCounters{Name: op.Name, RevenueUsd: "0"})
+	}
+	return resp, nil
+}
+
+func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
+	p := &tollgatev1.GetProjectResponse{
+		Name:        projectName,
+		Description: description,
+		ApiVersion:  d.apiVersion,
+		BaseUrl:     d.base,
+		Network:     network,
+		Payment:     "x402",
+		Currency:    "USD",
+		Disclaimer:  disclaimer,
+	}
+	for _, op := range d.cat.Operations() {
+		if !op.Paid() {
+			for _, path := range op.Paths {
+				p.Free = append(p.Free, &tollgatev1.FreeOperation{
+					Name: op.Name, Method: op.HTTPMethod, Path: path, Url: d.base + path, Summary: op.Summary,
+				})
+			}
+			continue
+		}
+		po := &tollgatev1.PaidOperation{
+			Name:     op.Name,
+			Method:   op.HTTPMethod,
+			Path:     op.Path(),
+			Url:      d.base + op.Path(),
+			PriceUsd: op.PriceUSD,
+			Summary:  op.Summary,
+			Demo:     d.base + "/demo/" + op.Name,
+		}
+		for _, prm := range op.Params {
+			po.Parameters = append(po.Parameters, parameter(prm))
+		}
+		p.Paid = append(p.Paid, po)
+	}
+	return p
+}
+
+func parameter(p catalog.Param) *tollgatev1.Parameter {
+	out := &tollgatev1.Parameter{Name: p.Name, In: p.In, Required: p.Required(), Type: "string", Enum: p.Accepted(), Clamp: p.Rule.GetClamp()}
+	if p.Integer() {
+		out.Type = "integer"
+	}
+	if s := p.Rule.GetPattern(); s != "" {
+		out.Pattern = &s
+	}
+	if s := p.Rule.GetDefault(); s != "" {
+		out.Default = &s
+	}
+	out.Minimum, out.Maximum = p.Rule.Minimum, p.Rule.Maximum
+	return out
+}
+
+func (d *Discovery) buildX402() *tollgatev1.GetX402DiscoveryResponse {
+	x := &tollgatev1.GetX402DiscoveryResponse{
+		Version:      1,
+		Instructions: payHowTo,
+		Openapi:      d.base + "/openapi.json",
+		Llms:         d.base + "/llms.txt",
+	}
+	for _, op := range d.cat.Paid() {
+		x.Resources = append(x.Resources, d.base+op.Path())
+		x.Items = append(x.Items, &tollgatev1.X402Resource{
+			Resource:    d.base + op.Path(),
+			Method:      op.HTTPMethod,
+			PriceUsd:    op.PriceUSD,
+			Network:     network,
+			MimeType:    "application/json",
+			Description: op.Summary,
+		})
+	}
+	return x
+}
+
+func (d *Discovery) buildLLMs() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n> %s\n\n", projectName, description)
+	b.WriteString("## Paid endpoints (HTTP GET, x402, USDC on Base)\n\n")
+	for _, op := range d.cat.Paid() {
+		fmt.Fprintf(&b, "- [%s %s](%s): %s USD. %s.", op.HTTPMethod, op.Path(), d.base+op.Path(), op.PriceUSD, op.Summary)
+		if len(op.Params) > 0 {
+			var ps []string
+			for _, p := range op.Params {
+				ps = append(ps, paramText(p))
+			}
+			fmt.Fprintf(&b, " Parameters: %s.", strings.Join(ps, "; "))
+		}
+		fmt.Fprintf(&b, " Sample: %s/demo/%s\n", d.base, op.Name)
+	}
+	b.WriteString("\n## How to pay\n\n" + payHowTo + "\n\n## Free endpoints\n\n")
+	for _, op := range d.cat.Operations() {
+		if op.Paid() {
+			continue
+		}
+		for _, path := range op.Paths {
+			fmt.Fprintf(&b, "- [%s %s](%s): %s\n", op.HTTPMethod, path, d.base+path, op.Summary)
+		}
+	}
+	fmt.Fprintf(&b, "\n## Notes\n\n- %s\n- Every paid response carries asOf, the RFC 3339 UTC time it was computed.\n- Errors other than 402 share one JSON body: {\"error\", \"message\", \"status\", \"param\", \"accepted\"}.\n", disclaimer)
+	return []byte(b.String())
+}
+
+// paramText describes a parameter in one phrase for llms.txt.
+func paramText(p catalog.Param) string {
+	var parts []string
+	switch {
+	case len(p.Accepted()) > 0:
+		parts = append(parts, "one of "+strings.Join(p.Accepted(), ", "))
+	case p.Rule.GetPattern() != "":
+		parts = append(parts, "matching "+p.Rule.GetPattern())
+	case p.Integer() && p.Rule.Minimum != nil && p.Rule.Maximum != nil:
+		verb := "from"
+		if p.Rule.GetClamp() {
+			verb = "clamped into"
+		}
+		parts = append(parts, fmt.Sprintf("integer %s %d-%d", verb, p.Rule.GetMinimum(), p.Rule.GetMaximum()))
+	}
+	if d := p.Rule.GetDefault(); d != "" {
+		parts = append(parts, "default "+d)
+	}
+	where := p.In
+	if p.Required() {
+		where += ", required"
+	}
+	return fmt.Sprintf("%s (%s) %s", p.Name, where, strings.Join(parts, ", "))
+}
+
+// servedOpenAPI returns the generated document with its servers entry set
+// to base, keeping the top-level key order, and its info.version.
+func servedOpenAPI(doc []byte, base string) ([]byte, string, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, "", fmt.Errorf("openapi document: not a JSON object")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	var version string
+	for first := true; dec.More(); first = false {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", fmt.Errorf("openapi document: %w", err)
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, "", fmt.Errorf("openapi document: %s: %w", key, err)
+		}
+		switch key {
+		case "servers":
+			val, _ = json.Marshal([]map[string]string{{"url": base, "description": "This server"}})
+		case "info":
+			var info struct{ Version string }
+			if err := json.Unmarshal(val, &info); err != nil {
+				return nil, "", fmt.Errorf("openapi document: info: %w", err)
+			}
+			version = info.Version
+		}
+		if !first {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		out.Write(k)
+		out.WriteByte(':')
+		if err := json.Compact(&out, val); err != nil {
+			return nil, "", err
+		}
+	}
+	out.WriteByte('}')
+	if version == "" {
+		return nil, "", errors.New("openapi document: no info.version")
+	}
+	return out.Bytes(), version, nil
+}

@@ -1,0 +1,58 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// internalMessage is all a client learns of an unexpected error; the
+// details go to the log.
+const internalMessage = "internal error"
+
+// grpcError is the one place domain errors become gRPC status codes:
+//
+//	*catalog.ParamError                InvalidArgument (NotFound for a path value outside its set)
+//	context.DeadlineExceeded           DeadlineExceeded
+//	context.Canceled                   Canceled
+//	an error that already is a status  unchanged
+//	anything else                      Internal, with a fixed message
+//
+// Parameter errors carry a tollgatev1.Error detail naming the parameter and
+// the accepted values, which the gateway copies into the REST error body.
+func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *catalog.ParamError
+	switch {
+	case errors.As(err, &pe):
+		code := codes.InvalidArgument
+		if pe.NotFound {
+			code = codes.NotFound
+		}
+		st, derr := status.New(code, pe.Error()).WithDetails(&tollgatev1.Error{
+			Param:    &pe.Param,
+			Accepted: pe.Accepted,
+		})
+		if derr != nil {
+			return status.Error(code, pe.Error())
+		}
+		return st.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request canceled")
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	logger.ErrorContext(ctx, "internal error", "err", err)
+	return status.Error(codes.Internal, internalMessage)
+}
