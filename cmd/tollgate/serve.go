@@ -17,8 +17,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/gateway"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 )
