@@ -197,7 +197,7 @@ func (b *builder) operation(op *catalog.Operation, i int) (*object, error) {
 	if op.Paid() {
 		responses.set("402", refTo("#/components/responses/PaymentRequired"))
 	}
-	if len(op.Params) > 0 {
+	if len(op.Params) > 0 || op.Paid() { // paid operations refuse unknown query parameters
 		responses.set("400", refTo("#/components/responses/BadRequest"))
 	}
 	for _, p := range op.Params {
