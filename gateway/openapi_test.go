@@ -244,7 +244,7 @@ func TestOpenAPICoversSpecRecords(t *testing.T) {
 		"EmaGapBlock": {{"pct", "number", false, nil}, {"slopePct", "number", false, nil}, {"ema10", "number", false, nil}, {"ema30", "number", false, nil}},
 		"VolatilityBlock": {{"flag", "string", false, []string{"HIGH", "NORMAL", "LOW", "UNKNOWN"}}, {"realized24hPct", "number|null", false, nil},
 			{"baselineMedianPct", "number|null", false, nil}, {"ratio", "number|null", false, nil}, {"baselineWindowHours", "integer", false, nil}},
-		"ConfidenceBlock": {{"score", "integer", false, nil}, {"max", "integer", false, nil}, {"agree", "array", false, nil}, {"disagree", "array", false, nil}},
+		"ConfidenceBlock":  {{"score", "integer", false, nil}, {"max", "integer", false, nil}, {"agree", "array", false, nil}, {"disagree", "array", false, nil}},
 		"GetTokenResponse": {{"token", "object", true, nil}, {"transfers", "object", false, nil}},
 		"TokenInfo": {{"address", "string", false, nil}, {"name", "string", false, nil}, {"symbol", "string", false, nil},
 			{"decimals", "integer", false, nil}, {"totalSupply", "string", false, nil}},
@@ -353,7 +353,6 @@ func dig(t *testing.T, v any, path ...string) any {
 	}
 	return v
 }
-
 
 // TestValidatorsCatchDrift proves the validators used above can fail: a
 // proto enum name, a missing required field, a string-typed integer and an

@@ -218,4 +218,3 @@ func TestJSONValue(t *testing.T) {
 		t.Errorf("JSONValue(GATE_UNSPECIFIED) = %q, want the proto name", got)
 	}
 }
-

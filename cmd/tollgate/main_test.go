@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"--help"}, envOf(nil), &out, &errOut)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("run --help = %v", err)
+	}
+	for _, want := range []string{"tollgate serve", "TOLLGATE_PUBLIC_URL", "-http", "-grpc", "-public-url", "-data-dir", "127.0.0.1:9402", ":8402"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunRefusesBadCommands(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{}, {"frobnicate"}, {"serve", "extra"}, {"serve", "--nope"}} {
+		err := run(context.Background(), args, envOf(nil), io.Discard, io.Discard)
+		if err == nil || errors.Is(err, flag.ErrHelp) && len(args) > 0 {
+			t.Errorf("run %q = %v, want an error", args, err)
+		}
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	t.Parallel()
+	fs, cfg := newServeFlags(envOf(map[string]string{
+		"TOLLGATE_HTTP":            "127.0.0.1:9000",
+		"TOLLGATE_PUBLIC_URL":      "https://from-env.example",
+		"TOLLGATE_LOG_LEVEL":       "debug",
+		"TOLLGATE_REQUEST_TIMEOUT": "5s",
+	}))
+	if err := fs.Parse([]string{"--public-url", "https://from-flag.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != "127.0.0.1:9000" {
+		t.Errorf("http = %q, want the env value", cfg.HTTPAddr)
+	}
+	if cfg.PublicURL != "https://from-flag.example" {
+		t.Errorf("public-url = %q, want the flag value", cfg.PublicURL)
+	}
+	if cfg.GRPCAddr != "127.0.0.1:9402" || cfg.DataDir != "data" {
+		t.Errorf("defaults: grpc %q data-dir %q", cfg.GRPCAddr, cfg.DataDir)
+	}
+	if cfg.LogLevel != slog.LevelDebug || cfg.RequestTimeout != 5*time.Second {
+		t.Errorf("log level %v timeout %v", cfg.LogLevel, cfg.RequestTimeout)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+}
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	fs, cfg := newServeFlags(envOf(map[string]string{
+		"TOLLGATE_LOG_LEVEL":        "loud",
+		"TOLLGATE_SHUTDOWN_TIMEOUT": "soon",
+	}))
+	if err := fs.Parse([]string{"--http", "nohost", "--log-format", "xml", "--data-dir", ""}); err != nil {
+		t.Fatal(err)
+	}
+	err := cfg.validate()
+	if err == nil {
+		t.Fatal("validate accepted a bad config")
+	}
+	for _, want := range []string{"TOLLGATE_LOG_LEVEL", "TOLLGATE_SHUTDOWN_TIMEOUT", "--http", "--log-format", "--data-dir"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestServe runs the whole wiring on loopback ports: REST and gRPC answer,
+// reflection lists every service, health says SERVING, and cancelling the
+// context shuts down cleanly.
+func TestServe(t *testing.T) {
+	t.Parallel()
+	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, cfg := newServeFlags(envOf(nil))
+	if err := fs.Parse([]string{"--public-url", "http://" + httpLis.Addr().String(), "--data-dir", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), httpLis, grpcLis) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	base := "http://" + httpLis.Addr().String()
+	var resp *http.Response
+	for i := 0; ; i++ {
+		resp, err = http.Get(base + "/health")
+		if err == nil {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("/health: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/health = %d", resp.StatusCode)
+	}
+	if resp, err := http.Get(base + "/signal-pack"); err != nil || resp.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("/signal-pack = %v, %v", resp, err)
+	}
+
+	conn, err := grpc.NewClient(grpcLis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: "tollgate.v1.AnalyticsService"})
+	if err != nil || hc.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("health = %v, %v", hc, err)
+	}
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, s := range rr.GetListServicesResponse().GetService() {
+		services = append(services, s.GetName())
+	}
+	for _, want := range []string{"tollgate.v1.AnalyticsService", "tollgate.v1.DiscoveryService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+		if !slices.Contains(services, want) {
+			t.Errorf("reflection lists %q, missing %s", services, want)
+		}
+	}
+	_ = stream.CloseSend()
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serveOn returned %v after cancel", err)
+		}
+		done <- nil // for the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatal("serveOn did not return after cancel")
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("HTTP still answers after shutdown")
+	}
+}
+
+func TestDialTarget(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"[::]:9402":      "127.0.0.1:9402",
+		"0.0.0.0:9402":   "127.0.0.1:9402",
+		"127.0.0.1:9402": "127.0.0.1:9402",
+		"10.1.2.3:9402":  "10.1.2.3:9402",
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dialTarget(addr); got != want {
+			t.Errorf("dialTarget(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
