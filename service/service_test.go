@@ -88,7 +88,10 @@ func TestInterceptorsCheckBeforeTheHandler(t *testing.T) {
 	}
 	var seen *tollgatev1.GetForecastRequest
 	_, err = chain(t, "/tollgate.v1.AnalyticsService/GetForecast", &tollgatev1.GetForecastRequest{PredLen: ptr(int32(100))},
-		func(_ context.Context, req any) (any, error) { seen = req.(*tollgatev1.GetForecastRequest); return nil, nil })
+		func(_ context.Context, req any) (any, error) {
+			seen = req.(*tollgatev1.GetForecastRequest)
+			return nil, nil
+		})
 	if err != nil || seen.GetPredLen() != 48 || seen.GetProduct() != "BTC-USD" {
 		t.Errorf("handler saw %v (err %v), want pred_len clamped to 48 and the default product", seen, err)
 	}
