@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"unicode"
@@ -31,13 +32,26 @@ import (
 //	DeadlineExceeded                                 504
 //	Internal, Unknown, DataLoss                      500
 
-// errorHandler writes a gRPC error from a proxied call.
-func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-	st := status.Convert(err)
-	code := st.Code()
-	if errors.Is(err, context.DeadlineExceeded) {
-		code = codes.DeadlineExceeded
+// errorHandler returns the handler of errors from proxied calls: gRPC
+// statuses from the service, and the gateway's own failures (a response it
+// cannot write, say), which are logged and answered 500 with a fixed text.
+func errorHandler(logger *slog.Logger) runtime.ErrorHandlerFunc {
+	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		st, ok := status.FromError(err)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			st = status.New(codes.DeadlineExceeded, "deadline exceeded")
+		case !ok:
+			logger.ErrorContext(ctx, "gateway error", "path", r.URL.Path, "err", err)
+			st = status.New(codes.Internal, "internal error")
+		}
+		writeStatus(w, r, st)
 	}
+}
+
+// writeStatus writes a gRPC status as the Error body.
+func writeStatus(w http.ResponseWriter, r *http.Request, st *status.Status) {
+	code := st.Code()
 	body := &tollgatev1.Error{Error: codeName(code), Message: st.Message()}
 	for _, d := range st.Details() {
 		if e, ok := d.(*tollgatev1.Error); ok {

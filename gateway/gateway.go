@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -42,7 +43,7 @@ func (c Config) Validate() error {
 }
 
 // New returns the REST handler for the services reachable over conn.
-func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Catalog) (http.Handler, error) {
+func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Catalog, logger *slog.Logger) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Ca
 	}
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, m),
-		runtime.WithErrorHandler(errorHandler),
+		runtime.WithErrorHandler(errorHandler(logger)),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
 		runtime.WithDisablePathLengthFallback(), // no POST-as-GET
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),

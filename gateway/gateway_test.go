@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +18,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/tollgate/tollgate/gateway"
@@ -35,6 +40,13 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
+	return newStackWith(t, service.NewAnalytics(), 5*time.Second)
+}
+
+// newStackWith serves analytics behind the real interceptors and a gateway
+// whose proxied calls time out after timeout.
+func newStackWith(t *testing.T, analytics tollgatev1.AnalyticsServiceServer, timeout time.Duration) *stack {
+	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +64,7 @@ func newStack(t *testing.T) *stack {
 	}
 	interceptors := append(service.Interceptors(cat, slog.New(slog.DiscardHandler)), count)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
-	tollgatev1.RegisterAnalyticsServiceServer(srv, service.NewAnalytics())
+	tollgatev1.RegisterAnalyticsServiceServer(srv, analytics)
 	tollgatev1.RegisterDiscoveryServiceServer(srv, disc)
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
@@ -64,7 +76,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	h, err := gateway.New(context.Background(), gateway.Config{Timeout: 5 * time.Second}, conn, cat)
+	h, err := gateway.New(context.Background(), gateway.Config{Timeout: timeout}, conn, cat, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +309,88 @@ func TestDemoOverGRPC(t *testing.T) {
 	}
 	if resp.GetSignal().GetGate() != tollgatev1.Gate_GATE_GO {
 		t.Errorf("GetDemo(signal) = %v", resp)
+	}
+}
+
+// failingAnalytics answers each method with a different failure.
+type failingAnalytics struct {
+	tollgatev1.UnimplementedAnalyticsServiceServer
+}
+
+func (failingAnalytics) GetRegime(context.Context, *tollgatev1.GetRegimeRequest) (*tollgatev1.GetRegimeResponse, error) {
+	return nil, status.Error(codes.Unavailable, "market feed unavailable")
+}
+
+func (failingAnalytics) GetWhales(context.Context, *tollgatev1.GetWhalesRequest) (*tollgatev1.GetWhalesResponse, error) {
+	return nil, fmt.Errorf("scan: %w", context.DeadlineExceeded)
+}
+
+func (failingAnalytics) GetLanes(context.Context, *tollgatev1.GetLanesRequest) (*tollgatev1.GetLanesResponse, error) {
+	return nil, errors.New("disk on fire at /var/lib/secret")
+}
+
+func (failingAnalytics) GetSignalPack(ctx context.Context, _ *tollgatev1.GetSignalPackRequest) (*tollgatev1.GetSignalPackResponse, error) {
+	<-ctx.Done() // slower than the gateway's deadline
+	return nil, ctx.Err()
+}
+
+func (failingAnalytics) GetCandles(context.Context, *tollgatev1.GetCandlesRequest) (*tollgatev1.GetCandlesResponse, error) {
+	panic("bug")
+}
+
+func (failingAnalytics) GetToken(context.Context, *tollgatev1.GetTokenRequest) (*tollgatev1.GetTokenResponse, error) {
+	return &tollgatev1.GetTokenResponse{AsOf: "x", Token: &tollgatev1.TokenInfo{}, Transfers: &tollgatev1.TokenTransfers{}}, nil
+}
+
+func (failingAnalytics) GetForecast(context.Context, *tollgatev1.GetForecastRequest) (*tollgatev1.GetForecastResponse, error) {
+	return &tollgatev1.GetForecastResponse{LastClose: math.NaN()}, nil
+}
+
+// TestUpstreamFailures maps each failure of a handler, through gRPC, to its
+// HTTP status and error body.
+func TestUpstreamFailures(t *testing.T) {
+	t.Parallel()
+	s := newStackWith(t, failingAnalytics{}, 300*time.Millisecond)
+	doc := loadServedDocument(t, s)
+	tests := []struct {
+		path   string
+		status int
+		code   string
+		msg    string
+	}{
+		{"/regime", 503, "unavailable", "market feed unavailable"},
+		{"/whales", 504, "deadline_exceeded", "deadline exceeded"},
+		{"/signal-pack", 504, "deadline_exceeded", ""},
+		{"/lanes", 500, "internal", "internal error"},
+		{"/candles", 500, "internal", "internal error"},
+		{"/forecast", 500, "internal", ""},
+		{"/token/" + usdc, 200, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := s.do(t, "GET", tt.path)
+			if r.status != tt.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
+			}
+			if tt.status == 200 {
+				return
+			}
+			var body struct {
+				Error   string `json:"error"`
+				Message string `json:"message"`
+				Status  int    `json:"status"`
+			}
+			if err := json.Unmarshal(r.body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Error != tt.code || body.Status != tt.status || tt.msg != "" && body.Message != tt.msg {
+				t.Errorf("body %s, want error %q message %q", r.body, tt.code, tt.msg)
+			}
+			if strings.Contains(string(r.body), "secret") || strings.Contains(string(r.body), "bug") {
+				t.Errorf("internal details leaked: %s", r.body)
+			}
+			doc.validateSchema(t, "Error", r.body)
+			doc.validateResponse(t, r)
+		})
 	}
 }

@@ -69,7 +69,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 		return fmt.Errorf("gateway client: %w", err)
 	}
 	defer conn.Close()
-	gw, err := gateway.New(ctx, gateway.Config{Timeout: cfg.RequestTimeout}, conn, cat)
+	gw, err := gateway.New(ctx, gateway.Config{Timeout: cfg.RequestTimeout}, conn, cat, logger)
 	if err != nil {
 		return err
 	}
