@@ -60,7 +60,7 @@ func demoCandles() *tollgatev1.GetCandlesResponse {
 func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 	name, symbol := "Moon Cat", "MCAT"
 	return &tollgatev1.GetRugCheckResponse{
-		Token:   "0x4F9a8c7E2b1D3f6A5c0E9b8D7a6C5e4F3b2A1d0C",
+		Token:   "0x4F9A8c7E2b1D3F6A5c0e9b8d7a6C5e4F3b2a1D0C",
 		Name:    &name,
 		Symbol:  &symbol,
 		Verdict: tollgatev1.Verdict_VERDICT_FAIL,
@@ -74,7 +74,7 @@ func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 				{Class: tollgatev1.CapabilityClass_CAPABILITY_CLASS_FEE, Selectors: []string{"0xc647b20e"}, Signatures: []string{"setTaxes(uint256,uint256)"}, Source: "token"},
 			},
 			Owner: &tollgatev1.OwnerInfo{
-				Address:   wrapperspb.String("0x8Ba1f109551bD432803012645Ac136ddd64DBA72"),
+				Address:   wrapperspb.String("0x8ba1f109551bD432803012645Ac136ddd64DBA72"),
 				Source:    "owner()",
 				Renounced: false,
 			},
@@ -93,7 +93,7 @@ func demoWhales() *tollgatev1.GetWhalesResponse {
 		TokensScanned: 184,
 		Wallets: []*tollgatev1.WhaleWallet{
 			{Address: "0x3f5CE5FBFe3E9af3971dD833D26bA9b5C936f0bE", Score: 8.7, SmartEntries: 9, TokensCrossed: 12, EarlyRate: 0.75, DodgeRate: 0.83,
-				EvidenceTokens: []string{"0x4F9a8c7E2b1D3f6A5c0E9b8D7a6C5e4F3b2A1d0C", "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", "0x7A250d5630B4cF539739dF2C5dAcb4c659F2488D"}},
+				EvidenceTokens: []string{"0x4F9A8c7E2b1D3F6A5c0e9b8d7a6C5e4F3b2a1D0C", "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D"}},
 			{Address: "0x28C6c06298d514Db089934071355E5743bf21d60", Score: 6.2, SmartEntries: 6, TokensCrossed: 10, EarlyRate: 0.6, DodgeRate: 0.67,
 				EvidenceTokens: []string{"0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", "0x9f8F72aA9304c8B593d555F12eF6589cC3A579A2"}},
 			{Address: "0xDFd5293D8e347dFe59E90eFd55b2956a1343963d", Score: 4.9, SmartEntries: 4, TokensCrossed: 7, EarlyRate: 0.57, DodgeRate: 0.5,

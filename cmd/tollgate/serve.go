@@ -44,7 +44,13 @@ func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 
 // serveOn serves on listeners the caller bound (tests pass ":0" ones) and
 // closes them when ctx ends, after a graceful shutdown.
-func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grpcLis net.Listener) error {
+func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grpcLis net.Listener) (err error) {
+	defer func() {
+		if err != nil { // the servers close them on a clean shutdown
+			httpLis.Close()
+			grpcLis.Close()
+		}
+	}()
 	cat, err := catalog.Load()
 	if err != nil {
 		return err
