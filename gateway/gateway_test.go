@@ -27,6 +27,7 @@ import (
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
+	"github.com/tollgate/tollgate/service/market"
 )
 
 const publicURL = "http://tollgate.test"
@@ -40,18 +41,22 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	return newStackWith(t, service.NewAnalytics(), 5*time.Second)
+	cache, err := market.NewCache(market.NewDevnet(), market.DefaultCacheConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newStackWith(t, service.NewAnalytics(cache), 5*time.Second, service.DataSource{Kind: "candles", Name: "devnet-synthetic", Synthetic: true})
 }
 
 // newStackWith serves analytics behind the real interceptors and a gateway
-// whose proxied calls time out after timeout.
-func newStackWith(t *testing.T, analytics tollgatev1.AnalyticsServiceServer, timeout time.Duration) *stack {
+// whose proxied calls time out after timeout; /tollgate lists sources.
+func newStackWith(t *testing.T, analytics tollgatev1.AnalyticsServiceServer, timeout time.Duration, sources ...service.DataSource) *stack {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := service.NewDiscovery(service.Config{PublicURL: publicURL, Version: "test"}, cat)
+	disc, err := service.NewDiscovery(service.Config{PublicURL: publicURL, Version: "test", Sources: sources}, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +135,6 @@ func TestErrors(t *testing.T) {
 		accepted     []string
 		reachesRPC   bool
 	}{
-		{"GET", "/candles", 501, "unimplemented", "", nil, true},
-		{"GET", "/candles?product=BTC-USD&granularity=86400", 501, "unimplemented", "", nil, true},
 		{"GET", "/candles?product=DOGE-USD", 400, "invalid_argument", "product", []string{"BTC-USD", "ETH-USD"}, false},
 		{"GET", "/candles?granularity=60", 400, "invalid_argument", "granularity", []string{"300", "900", "3600", "21600", "86400"}, false},
 		{"GET", "/candles?granularity=abc", 400, "invalid_argument", "granularity", nil, false},
@@ -147,8 +150,6 @@ func TestErrors(t *testing.T) {
 		{"GET", "/whales?page=2", 400, "invalid_argument", "page", nil, false},
 		{"GET", "/signal", 501, "unimplemented", "", nil, true},
 		{"GET", "/signal?product=BTC-USD", 400, "invalid_argument", "product", []string{"ETH-USD"}, false},
-		{"GET", "/signal-pack", 501, "unimplemented", "", nil, true},
-		{"GET", "/regime", 501, "unimplemented", "", nil, true},
 		{"GET", "/lanes", 501, "unimplemented", "", nil, true},
 		{"GET", "/forecast", 501, "unimplemented", "", nil, true},
 		{"GET", "/forecast?product=RELIANCE.NS&pred_len=1000", 501, "unimplemented", "", nil, true},

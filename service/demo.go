@@ -4,6 +4,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/rules"
 )
 
 // demoAsOf is the computation time written in every sample.
@@ -47,7 +48,8 @@ func demoCandles() *tollgatev1.GetCandlesResponse {
 			Ema10:  3441.27,
 			Ema30:  3409.66,
 		},
-		AsOf: demoAsOf,
+		AsOf:   demoAsOf,
+		Source: "coinbase-exchange",
 	}
 	for _, r := range rows {
 		resp.Candles = append(resp.Candles, &tollgatev1.Candle{
@@ -137,7 +139,7 @@ func demoSignalPack() *tollgatev1.GetSignalPackResponse {
 			Score:    3,
 			Max:      4,
 			Agree:    []string{"emaGap", "emaSlope", "rsi"},
-			Disagree: []string{"volatility"},
+			Disagree: []string{"rsiMomentum"},
 		},
 		Inputs: &tollgatev1.SignalPackInputs{
 			Source:      "coinbase-exchange",
@@ -148,16 +150,10 @@ func demoSignalPack() *tollgatev1.GetSignalPackResponse {
 			Closes:      720,
 			FirstCandle: "2026-10-21T12:00:00Z",
 			LastCandle:  "2026-11-20T11:00:00Z",
-			Thresholds: map[string]float64{
-				"trendGapPct":  0.5,
-				"rsiUpper":     55,
-				"rsiLower":     45,
-				"volHighRatio": 1.5,
-				"volLowRatio":  0.67,
-			},
+			Thresholds:  rules.Thresholds(),
 		},
 		AsOf:       demoAsOf,
-		Disclaimer: disclaimer,
+		Disclaimer: packDisclaimer,
 	}
 }
 
@@ -185,6 +181,7 @@ func demoRegime() *tollgatev1.GetRegimeResponse {
 		Ema30:  3409.66,
 		Rsi14:  61.84,
 		AsOf:   demoAsOf,
+		Source: "coinbase-exchange",
 	}
 }
 

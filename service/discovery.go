@@ -36,6 +36,14 @@ type Config struct {
 	PublicURL string
 	// Version is the server's build version.
 	Version string
+	// Sources are the upstreams answers are computed from, for /tollgate.
+	Sources []DataSource
+}
+
+// DataSource describes an upstream in the project facts.
+type DataSource struct {
+	Kind, Name, Description string
+	Synthetic               bool
 }
 
 // Validate reports every problem of c at once.
@@ -174,6 +182,11 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 		Payment:     "x402",
 		Currency:    "USD",
 		Disclaimer:  disclaimer,
+	}
+	for _, src := range d.cfg.Sources {
+		p.Sources = append(p.Sources, &tollgatev1.DataSource{
+			Kind: src.Kind, Name: src.Name, Synthetic: src.Synthetic, Description: src.Description,
+		})
 	}
 	for _, op := range d.cat.Operations() {
 		if !op.Paid() {

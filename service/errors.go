@@ -10,6 +10,8 @@ import (
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/catalog"
+	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/service/rules"
 )
 
 // internalMessage is all a client learns of an unexpected error; the
@@ -19,6 +21,10 @@ const internalMessage = "internal error"
 // grpcError is the one place domain errors become gRPC status codes:
 //
 //	*catalog.ParamError                InvalidArgument (NotFound for a path value outside its set)
+//	market.ErrUnavailable,             Unavailable: the candle source failed and no
+//	market.ErrUnknownProduct           cached series is young enough to stand in
+//	rules.ErrInsufficientData,         Unavailable: the source answered too few or
+//	rules.ErrBadClose                  impossible candles
 //	context.DeadlineExceeded           DeadlineExceeded
 //	context.Canceled                   Canceled
 //	an error that already is a status  unchanged
@@ -45,6 +51,12 @@ func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 			return status.Error(code, pe.Error())
 		}
 		return st.Err()
+	case errors.Is(err, market.ErrUnavailable), errors.Is(err, market.ErrUnknownProduct):
+		logger.WarnContext(ctx, "candle source failed", "err", err)
+		return status.Error(codes.Unavailable, "the candle source is unavailable; nothing was charged, try again later")
+	case errors.Is(err, rules.ErrInsufficientData), errors.Is(err, rules.ErrBadClose):
+		logger.WarnContext(ctx, "candles unusable", "err", err)
+		return status.Error(codes.Unavailable, "the candle source returned too few or unusable candles; try again later")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	case errors.Is(err, context.Canceled):

@@ -17,6 +17,7 @@ type config struct {
 	GRPCAddr        string
 	PublicURL       string
 	DataDir         string
+	CandlesURL      string
 	LogFormat       string
 	LogLevel        slog.Level
 	RequestTimeout  time.Duration
@@ -43,6 +44,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
 	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "data", "directory for the embedded database and other state; created if missing")
+	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles (e.g. https://api.exchange.coinbase.com); empty: the devnet's synthetic feed")
 	str(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	level := slog.LevelInfo
 	if s := env("log-level", ""); s != "" {

@@ -136,8 +136,12 @@ func TestServe(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("/health = %d", resp.StatusCode)
 	}
-	if resp, err := http.Get(base + "/signal-pack"); err != nil || resp.StatusCode != http.StatusNotImplemented {
-		t.Fatalf("/signal-pack = %v, %v", resp, err)
+	for path, want := range map[string]int{"/signal-pack": 200, "/regime": 200, "/candles?product=BTC-USD": 200, "/whales": 501} {
+		resp, err := http.Get(base + path)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("%s = %v, %v, want %d", path, resp, err, want)
+		}
+		resp.Body.Close()
 	}
 
 	conn, err := grpc.NewClient(grpcLis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

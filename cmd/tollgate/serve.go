@@ -21,6 +21,7 @@ import (
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
+	"github.com/tollgate/tollgate/service/market"
 )
 
 // serve binds the listeners of cfg and serves until ctx ends.
@@ -55,13 +56,21 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 	if err != nil {
 		return err
 	}
-	discovery, err := service.NewDiscovery(service.Config{PublicURL: cfg.PublicURL, Version: buildVersion()}, cat)
+	candles, candleSource, err := newCandles(cfg)
+	if err != nil {
+		return err
+	}
+	discovery, err := service.NewDiscovery(service.Config{
+		PublicURL: cfg.PublicURL,
+		Version:   buildVersion(),
+		Sources:   []service.DataSource{candleSource},
+	}, cat)
 	if err != nil {
 		return err
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics())
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
@@ -94,7 +103,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 	go func() { errc <- httpSrv.Serve(httpLis) }()
 	logger.Info("tollgate serving",
 		"http", httpLis.Addr().String(), "grpc", grpcLis.Addr().String(),
-		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "version", buildVersion())
+		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "candles", candleSource.Name,
+		"version", buildVersion())
+	if candleSource.Synthetic {
+		logger.Warn("DEVNET candles: /candles, /regime and /signal-pack are computed from synthetic candles, not market data; set --candles-url for a real feed")
+	}
 
 	var serveErr error
 	select {
@@ -121,6 +134,24 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 		return serveErr
 	}
 	return nil
+}
+
+// newCandles builds the candle store: Coinbase Exchange at --candles-url,
+// or the devnet's synthetic feed when none is set.
+func newCandles(cfg *config) (*market.Cache, service.DataSource, error) {
+	var src market.Source = market.NewDevnet()
+	desc := service.DataSource{Kind: "candles", Name: src.Name(), Synthetic: true,
+		Description: "deterministic synthetic OHLCV generated in process (devnet); not market data"}
+	if cfg.CandlesURL != "" {
+		cb, err := market.NewCoinbase(market.DefaultCoinbaseConfig(cfg.CandlesURL), &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+		if err != nil {
+			return nil, desc, err
+		}
+		src = cb
+		desc = service.DataSource{Kind: "candles", Name: cb.Name(), Description: "Coinbase Exchange public candles at " + cfg.CandlesURL}
+	}
+	cache, err := market.NewCache(src, market.DefaultCacheConfig())
+	return cache, desc, err
 }
 
 // dialTarget returns an address the gateway can dial to reach lis: an

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/service/market/markettest"
 )
 
 // clock is a settable test clock.
@@ -35,11 +36,11 @@ func newCache(t *testing.T, src market.Source, clk *clock) *market.Cache {
 // closes cause one fetch sequence of three requests.
 func TestCacheColdCollapse(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour)
-	x.delay = 20 * time.Millisecond // keep the fetch in flight while the others arrive
+	x := markettest.NewExchange(t)
+	x.Seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour)
+	x.Delay = 20 * time.Millisecond // keep the fetch in flight while the others arrive
 	clk := &clock{now: hour.Add(90 * time.Second)}
-	cache := newCache(t, x.client(t, nil), clk)
+	cache := newCache(t, x.Client(t, nil), clk)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for range 100 {
@@ -54,8 +55,8 @@ func TestCacheColdCollapse(t *testing.T) {
 	if n := failures.Load(); n != 0 {
 		t.Errorf("%d requests failed", n)
 	}
-	if n := x.requests.Load(); n != 3 {
-		t.Errorf("%d upstream requests, want 3: %s", n, rangesString(x.ranges))
+	if n := x.Requests.Load(); n != 3 {
+		t.Errorf("%d upstream requests, want 3: %s", n, markettest.RangesString(x.Ranges))
 	}
 }
 
@@ -63,10 +64,10 @@ func TestCacheColdCollapse(t *testing.T) {
 // closed bucket is held; one small request per new bucket afterwards.
 func TestCacheRefreshesWhenANewCandleCanExist(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour.Add(5*time.Hour))
+	x := markettest.NewExchange(t)
+	x.Seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour.Add(5*time.Hour))
 	clk := &clock{now: hour.Add(time.Minute)}
-	cache := newCache(t, x.client(t, nil), clk)
+	cache := newCache(t, x.Client(t, nil), clk)
 	get := func() market.Series {
 		t.Helper()
 		s, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 720)
@@ -77,24 +78,24 @@ func TestCacheRefreshesWhenANewCandleCanExist(t *testing.T) {
 	}
 	first := get()
 	clk.Set(hour.Add(59 * time.Minute))
-	if s := get(); x.requests.Load() != 3 || !s.FetchedAt.Equal(first.FetchedAt) {
-		t.Fatalf("refetched within the hour: %d requests", x.requests.Load())
+	if s := get(); x.Requests.Load() != 3 || !s.FetchedAt.Equal(first.FetchedAt) {
+		t.Fatalf("refetched within the hour: %d requests", x.Requests.Load())
 	}
 	clk.Set(hour.Add(61 * time.Minute)) // the 12:00 bucket has closed
 	s := get()
-	if n := x.requests.Load(); n != 4 {
-		t.Fatalf("%d requests after the hour, want 4 (one incremental): %s", n, rangesString(x.ranges))
+	if n := x.Requests.Load(); n != 4 {
+		t.Fatalf("%d requests after the hour, want 4 (one incremental): %s", n, markettest.RangesString(x.Ranges))
 	}
-	if last := x.ranges[len(x.ranges)-1]; !last[0].Equal(hour) || !last[1].Equal(hour) {
-		t.Errorf("incremental request asked %s", rangesString(x.ranges[3:]))
+	if last := x.Ranges[len(x.Ranges)-1]; !last[0].Equal(hour) || !last[1].Equal(hour) {
+		t.Errorf("incremental request asked %s", markettest.RangesString(x.Ranges[3:]))
 	}
 	if len(s.Candles) != 720 || !s.Candles[719].Time.Equal(hour) || !s.Candles[0].Time.Equal(hoursBefore(hour, 719)) {
 		t.Errorf("after refresh: %d candles, %v..%v", len(s.Candles), s.Candles[0].Time, s.Candles[719].Time)
 	}
 	// A smaller window is served from the same series.
 	small, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 100)
-	if err != nil || len(small.Candles) != 100 || small.Candles[99] != s.Candles[719] || x.requests.Load() != 4 {
-		t.Errorf("smaller window: %d candles, %d requests, %v", len(small.Candles), x.requests.Load(), err)
+	if err != nil || len(small.Candles) != 100 || small.Candles[99] != s.Candles[719] || x.Requests.Load() != 4 {
+		t.Errorf("smaller window: %d candles, %d requests, %v", len(small.Candles), x.Requests.Load(), err)
 	}
 }
 
@@ -103,13 +104,13 @@ func TestCacheRefreshesWhenANewCandleCanExist(t *testing.T) {
 // invented, and is asked for again only after RetryAfter.
 func TestCacheGapsAndLateCandles(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	cs := x.seed(t, "BTC-USD", time.Hour, hoursBefore(hour, 200), hour)
+	x := markettest.NewExchange(t)
+	cs := x.Seed(t, "BTC-USD", time.Hour, hoursBefore(hour, 200), hour)
 	gap1, gap2 := hoursBefore(hour, 50), hoursBefore(hour, 49)
-	x.gaps[gap1.Unix()], x.gaps[gap2.Unix()] = true, true
-	x.gaps[hoursBefore(hour, 1).Unix()] = true // the last closed bucket, not yet published
+	x.Gaps[gap1.Unix()], x.Gaps[gap2.Unix()] = true, true
+	x.Gaps[hoursBefore(hour, 1).Unix()] = true // the last closed bucket, not yet published
 	clk := &clock{now: hour.Add(10 * time.Second)}
-	cache := newCache(t, x.client(t, nil), clk)
+	cache := newCache(t, x.Client(t, nil), clk)
 	s, err := cache.Series(context.Background(), "BTC-USD", time.Hour, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -135,16 +136,16 @@ func TestCacheGapsAndLateCandles(t *testing.T) {
 			t.Fatalf("series not one candle per bucket at %d", i)
 		}
 	}
-	n := x.requests.Load()
+	n := x.Requests.Load()
 	clk.Set(hour.Add(20 * time.Second))
-	if _, err := cache.Series(context.Background(), "BTC-USD", time.Hour, 100); err != nil || x.requests.Load() != n {
-		t.Errorf("asked again before RetryAfter: %d requests", x.requests.Load())
+	if _, err := cache.Series(context.Background(), "BTC-USD", time.Hour, 100); err != nil || x.Requests.Load() != n {
+		t.Errorf("asked again before RetryAfter: %d requests", x.Requests.Load())
 	}
-	delete(x.gaps, hoursBefore(hour, 1).Unix()) // published late
+	delete(x.Gaps, hoursBefore(hour, 1).Unix()) // published late
 	clk.Set(hour.Add(30 * time.Second))
 	s, err = cache.Series(context.Background(), "BTC-USD", time.Hour, 100)
-	if err != nil || x.requests.Load() != n+1 || !s.Candles[len(s.Candles)-1].Time.Equal(hoursBefore(hour, 1)) {
-		t.Errorf("late candle not picked up: %d requests, %v", x.requests.Load(), err)
+	if err != nil || x.Requests.Load() != n+1 || !s.Candles[len(s.Candles)-1].Time.Equal(hoursBefore(hour, 1)) {
+		t.Errorf("late candle not picked up: %d requests, %v", x.Requests.Load(), err)
 	}
 }
 
@@ -152,17 +153,17 @@ func TestCacheGapsAndLateCandles(t *testing.T) {
 // served with its true FetchedAt for two candle lengths, then the error.
 func TestCacheServesBoundedStale(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour.Add(5*time.Hour))
+	x := markettest.NewExchange(t)
+	x.Seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour.Add(5*time.Hour))
 	clk := &clock{now: hour.Add(time.Minute)}
-	cache := newCache(t, x.client(t, nil), clk)
+	cache := newCache(t, x.Client(t, nil), clk)
 	fresh, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 720)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x.mu.Lock()
-	x.down = true
-	x.mu.Unlock()
+	x.Mu.Lock()
+	x.Down = true
+	x.Mu.Unlock()
 	clk.Set(hour.Add(90 * time.Minute))
 	s, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 720)
 	if err != nil || !s.FetchedAt.Equal(fresh.FetchedAt) || len(s.Candles) != 720 {
@@ -172,9 +173,9 @@ func TestCacheServesBoundedStale(t *testing.T) {
 	if _, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 720); !errors.Is(err, market.ErrUnavailable) {
 		t.Fatalf("beyond the bound: %v, want ErrUnavailable", err)
 	}
-	x.mu.Lock()
-	x.down = false
-	x.mu.Unlock()
+	x.Mu.Lock()
+	x.Down = false
+	x.Mu.Unlock()
 	clk.Set(hour.Add(2*time.Hour + 3*time.Minute))
 	s, err = cache.Series(context.Background(), "ETH-USD", time.Hour, 720)
 	if err != nil || !s.Candles[719].Time.Equal(hour.Add(time.Hour)) {
@@ -184,9 +185,9 @@ func TestCacheServesBoundedStale(t *testing.T) {
 
 func TestCacheColdFailureIsUnavailable(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.down = true
-	cache := newCache(t, x.client(t, func(c *market.CoinbaseConfig) { c.Retries = 1 }), &clock{now: hour})
+	x := markettest.NewExchange(t)
+	x.Down = true
+	cache := newCache(t, x.Client(t, func(c *market.CoinbaseConfig) { c.Retries = 1 }), &clock{now: hour})
 	if _, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 10); !errors.Is(err, market.ErrUnavailable) {
 		t.Errorf("err = %v", err)
 	}
@@ -199,17 +200,17 @@ func TestCacheColdFailureIsUnavailable(t *testing.T) {
 // not the shared fetch.
 func TestCacheCallerGivesUp(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 100), hour)
-	x.delay = 100 * time.Millisecond
-	cache := newCache(t, x.client(t, nil), &clock{now: hour.Add(time.Minute)})
+	x := markettest.NewExchange(t)
+	x.Seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 100), hour)
+	x.Delay = 100 * time.Millisecond
+	cache := newCache(t, x.Client(t, nil), &clock{now: hour.Add(time.Minute)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if _, err := cache.Series(ctx, "ETH-USD", time.Hour, 50); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
 	s, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 50)
-	if err != nil || len(s.Candles) != 50 || x.requests.Load() != 1 {
-		t.Errorf("second caller: %v, %d requests", err, x.requests.Load())
+	if err != nil || len(s.Candles) != 50 || x.Requests.Load() != 1 {
+		t.Errorf("second caller: %v, %d requests", err, x.Requests.Load())
 	}
 }

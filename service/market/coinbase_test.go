@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/service/market/markettest"
 )
 
 // TestCoinbaseRecordedBodies parses bodies in the exact shape the exchange
@@ -72,16 +73,16 @@ func TestCoinbaseRecordedBodies(t *testing.T) {
 // of at most 300 buckets, and come back oldest first without duplicates.
 func TestCoinbasePagination(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
+	x := markettest.NewExchange(t)
 	end := hoursBefore(hour, 1)
 	start := hoursBefore(end, 719)
-	want := x.seed(t, "ETH-USD", time.Hour, start.Add(-48*time.Hour), end)
-	got, err := x.client(t, nil).Fetch(context.Background(), "ETH-USD", time.Hour, start, end)
+	want := x.Seed(t, "ETH-USD", time.Hour, start.Add(-48*time.Hour), end)
+	got, err := x.Client(t, nil).Fetch(context.Background(), "ETH-USD", time.Hour, start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := x.requests.Load(); n != 3 {
-		t.Errorf("%d requests, want 3: %s", n, rangesString(x.ranges))
+	if n := x.Requests.Load(); n != 3 {
+		t.Errorf("%d requests, want 3: %s", n, markettest.RangesString(x.Ranges))
 	}
 	if len(got) != 720 || !got[0].Time.Equal(start) || !got[719].Time.Equal(end) {
 		t.Fatalf("%d candles from %v to %v", len(got), got[0].Time, got[len(got)-1].Time)
@@ -102,29 +103,29 @@ func TestCoinbaseFailures(t *testing.T) {
 	start := hoursBefore(end, 9)
 	tests := []struct {
 		name     string
-		setup    func(*exchange)
+		setup    func(*markettest.Exchange)
 		product  string
 		cfg      func(*market.CoinbaseConfig)
 		wantErr  error
 		requests int64
 	}{
-		{name: "429 then success", setup: func(x *exchange) { x.failNext = []int{429, 429} }, requests: 3},
-		{name: "500 then success", setup: func(x *exchange) { x.failNext = []int{500} }, requests: 2},
-		{name: "down past the retries", setup: func(x *exchange) { x.down = true }, wantErr: market.ErrUnavailable, requests: 4},
-		{name: "bad request is not retried", setup: func(x *exchange) { x.failNext = []int{400} }, wantErr: market.ErrUnavailable, requests: 1},
+		{name: "429 then success", setup: func(x *markettest.Exchange) { x.FailNext = []int{429, 429} }, requests: 3},
+		{name: "500 then success", setup: func(x *markettest.Exchange) { x.FailNext = []int{500} }, requests: 2},
+		{name: "down past the retries", setup: func(x *markettest.Exchange) { x.Down = true }, wantErr: market.ErrUnavailable, requests: 4},
+		{name: "bad request is not retried", setup: func(x *markettest.Exchange) { x.FailNext = []int{400} }, wantErr: market.ErrUnavailable, requests: 1},
 		{name: "unknown product", product: "DOGE-USD", wantErr: market.ErrUnknownProduct, requests: 1},
-		{name: "malformed body", setup: func(x *exchange) { x.body = `{"candles":[]}` }, wantErr: market.ErrUnavailable, requests: 1},
-		{name: "row with five fields", setup: func(x *exchange) { x.body = `[[1795132800,1,2,1.5,1.7]]` }, wantErr: market.ErrUnavailable, requests: 1},
-		{name: "impossible OHLC", setup: func(x *exchange) { x.body = `[[1795132800,3,2,1.5,1.7,10]]` }, wantErr: market.ErrUnavailable, requests: 1},
-		{name: "off-boundary time", setup: func(x *exchange) { x.body = `[[1795132801,1,2,1.5,1.7,10]]` }, wantErr: market.ErrUnavailable, requests: 1},
-		{name: "slow answers time out per request", setup: func(x *exchange) { x.delay = 200 * time.Millisecond },
+		{name: "malformed body", setup: func(x *markettest.Exchange) { x.Body = `{"candles":[]}` }, wantErr: market.ErrUnavailable, requests: 1},
+		{name: "row with five fields", setup: func(x *markettest.Exchange) { x.Body = `[[1795132800,1,2,1.5,1.7]]` }, wantErr: market.ErrUnavailable, requests: 1},
+		{name: "impossible OHLC", setup: func(x *markettest.Exchange) { x.Body = `[[1795132800,3,2,1.5,1.7,10]]` }, wantErr: market.ErrUnavailable, requests: 1},
+		{name: "off-boundary time", setup: func(x *markettest.Exchange) { x.Body = `[[1795132801,1,2,1.5,1.7,10]]` }, wantErr: market.ErrUnavailable, requests: 1},
+		{name: "slow answers time out per request", setup: func(x *markettest.Exchange) { x.Delay = 200 * time.Millisecond },
 			cfg: func(c *market.CoinbaseConfig) { c.RequestTimeout = 20 * time.Millisecond; c.Retries = 1 }, wantErr: market.ErrUnavailable, requests: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			x := newExchange(t)
-			x.seed(t, "ETH-USD", time.Hour, start, end)
+			x := markettest.NewExchange(t)
+			x.Seed(t, "ETH-USD", time.Hour, start, end)
 			if tt.setup != nil {
 				tt.setup(x)
 			}
@@ -132,7 +133,7 @@ func TestCoinbaseFailures(t *testing.T) {
 			if product == "" {
 				product = "ETH-USD"
 			}
-			got, err := x.client(t, tt.cfg).Fetch(context.Background(), product, time.Hour, start, end)
+			got, err := x.Client(t, tt.cfg).Fetch(context.Background(), product, time.Hour, start, end)
 			if tt.wantErr == nil {
 				if err != nil || len(got) != 10 {
 					t.Fatalf("Fetch = %d candles, %v", len(got), err)
@@ -140,7 +141,7 @@ func TestCoinbaseFailures(t *testing.T) {
 			} else if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
-			if n := x.requests.Load(); n != tt.requests {
+			if n := x.Requests.Load(); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
 		})
@@ -149,9 +150,9 @@ func TestCoinbaseFailures(t *testing.T) {
 
 func TestCoinbaseHonoursContext(t *testing.T) {
 	t.Parallel()
-	x := newExchange(t)
-	x.down = true
-	c := x.client(t, func(c *market.CoinbaseConfig) { c.Retries = 10; c.MaxBackoff = time.Second })
+	x := markettest.NewExchange(t)
+	x.Down = true
+	c := x.Client(t, func(c *market.CoinbaseConfig) { c.Retries = 10; c.MaxBackoff = time.Second })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -89,8 +89,11 @@ type GetCandlesResponse struct {
 	// Candles, oldest first.
 	Candles    []*Candle         `protobuf:"bytes,4,rep,name=candles,proto3" json:"candles,omitempty"`
 	Indicators *CandleIndicators `protobuf:"bytes,5,opt,name=indicators,proto3" json:"indicators,omitempty"`
-	// Time of computation, RFC 3339 UTC.
-	AsOf          string `protobuf:"bytes,6,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// When the candles were fetched from the source, RFC 3339 UTC.
+	AsOf string `protobuf:"bytes,6,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Candle source: "coinbase-exchange", or "devnet-synthetic" for the
+	// devnet's generated candles (not market data).
+	Source        string `protobuf:"bytes,7,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -163,6 +166,13 @@ func (x *GetCandlesResponse) GetIndicators() *CandleIndicators {
 func (x *GetCandlesResponse) GetAsOf() string {
 	if x != nil {
 		return x.AsOf
+	}
+	return ""
+}
+
+func (x *GetCandlesResponse) GetSource() string {
+	if x != nil {
+		return x.Source
 	}
 	return ""
 }
@@ -608,7 +618,7 @@ type GetSignalPackResponse struct {
 	Volatility *VolatilityBlock  `protobuf:"bytes,7,opt,name=volatility,proto3" json:"volatility,omitempty"`
 	Confidence *ConfidenceBlock  `protobuf:"bytes,8,opt,name=confidence,proto3" json:"confidence,omitempty"`
 	Inputs     *SignalPackInputs `protobuf:"bytes,9,opt,name=inputs,proto3" json:"inputs,omitempty"`
-	// Time of computation, RFC 3339 UTC.
+	// When the candles were fetched from the source, RFC 3339 UTC.
 	AsOf          string `protobuf:"bytes,10,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
 	Disclaimer    string `protobuf:"bytes,11,opt,name=disclaimer,proto3" json:"disclaimer,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1021,8 +1031,11 @@ type GetRegimeResponse struct {
 	Ema10 float64 `protobuf:"fixed64,3,opt,name=ema10,proto3" json:"ema10,omitempty"`
 	Ema30 float64 `protobuf:"fixed64,4,opt,name=ema30,proto3" json:"ema30,omitempty"`
 	Rsi14 float64 `protobuf:"fixed64,5,opt,name=rsi14,proto3" json:"rsi14,omitempty"`
-	// Time of computation, RFC 3339 UTC.
-	AsOf          string `protobuf:"bytes,6,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// When the candles were fetched from the source, RFC 3339 UTC.
+	AsOf string `protobuf:"bytes,6,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Candle source: "coinbase-exchange", or "devnet-synthetic" for the
+	// devnet's generated candles (not market data).
+	Source        string `protobuf:"bytes,7,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1095,6 +1108,13 @@ func (x *GetRegimeResponse) GetRsi14() float64 {
 func (x *GetRegimeResponse) GetAsOf() string {
 	if x != nil {
 		return x.AsOf
+	}
+	return ""
+}
+
+func (x *GetRegimeResponse) GetSource() string {
+	if x != nil {
+		return x.Source
 	}
 	return ""
 }
@@ -1377,7 +1397,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\vgranularity\x18\x02 \x01(\x05B\x18\x9a\xb5\x18\x14\x1a\f\xac\x02\x84\a\x90\x1c\xe0\xa8\x01\x80\xa3\x05:\x043600H\x01R\vgranularity\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\x0e\n" +
-	"\f_granularity\"\xe9\x01\n" +
+	"\f_granularity\"\x81\x02\n" +
 	"\x12GetCandlesResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12 \n" +
 	"\vgranularity\x18\x02 \x01(\x05R\vgranularity\x12\x14\n" +
@@ -1386,7 +1406,8 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\n" +
 	"indicators\x18\x05 \x01(\v2\x1d.tollgate.v1.CandleIndicatorsR\n" +
 	"indicators\x12\x13\n" +
-	"\x05as_of\x18\x06 \x01(\tR\x04asOf\"o\n" +
+	"\x05as_of\x18\x06 \x01(\tR\x04asOf\x12\x16\n" +
+	"\x06source\x18\a \x01(\tR\x06source\"o\n" +
 	"\x12GetRugCheckRequest\x12Y\n" +
 	"\x04addr\x18\x01 \x01(\tBE\x9a\xb5\x18A\n" +
 	"\x13^0x[0-9a-fA-F]{40}$B*0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913R\x04addr\"\x80\x02\n" +
@@ -1464,14 +1485,15 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\v2\x16.tollgate.v1.TokenInfoR\x05token\x129\n" +
 	"\ttransfers\x18\x02 \x01(\v2\x1b.tollgate.v1.TokenTransfersR\ttransfers\x12\x13\n" +
 	"\x05as_of\x18\x03 \x01(\tR\x04asOf\"\x12\n" +
-	"\x10GetRegimeRequest\"\xad\x01\n" +
+	"\x10GetRegimeRequest\"\xc5\x01\n" +
 	"\x11GetRegimeResponse\x12+\n" +
 	"\x06regime\x18\x01 \x01(\x0e2\x13.tollgate.v1.RegimeR\x06regime\x12\x14\n" +
 	"\x05price\x18\x02 \x01(\x01R\x05price\x12\x14\n" +
 	"\x05ema10\x18\x03 \x01(\x01R\x05ema10\x12\x14\n" +
 	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\x12\x14\n" +
 	"\x05rsi14\x18\x05 \x01(\x01R\x05rsi14\x12\x13\n" +
-	"\x05as_of\x18\x06 \x01(\tR\x04asOf\"\x11\n" +
+	"\x05as_of\x18\x06 \x01(\tR\x04asOf\x12\x16\n" +
+	"\x06source\x18\a \x01(\tR\x06source\"\x11\n" +
 	"\x0fGetLanesRequest\"\x93\x02\n" +
 	"\x10GetLanesResponse\x12>\n" +
 	"\x05lanes\x18\x01 \x03(\v2(.tollgate.v1.GetLanesResponse.LanesEntryR\x05lanes\x12!\n" +

@@ -300,8 +300,10 @@ type GetProjectResponse struct {
 	// Paid operations, in the order of the OpenAPI document.
 	Paid []*PaidOperation `protobuf:"bytes,8,rep,name=paid,proto3" json:"paid,omitempty"`
 	// Free operations.
-	Free          []*FreeOperation `protobuf:"bytes,9,rep,name=free,proto3" json:"free,omitempty"`
-	Disclaimer    string           `protobuf:"bytes,10,opt,name=disclaimer,proto3" json:"disclaimer,omitempty"`
+	Free       []*FreeOperation `protobuf:"bytes,9,rep,name=free,proto3" json:"free,omitempty"`
+	Disclaimer string           `protobuf:"bytes,10,opt,name=disclaimer,proto3" json:"disclaimer,omitempty"`
+	// Where the data comes from.
+	Sources       []*DataSource `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +408,86 @@ func (x *GetProjectResponse) GetDisclaimer() string {
 	return ""
 }
 
+func (x *GetProjectResponse) GetSources() []*DataSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+// An upstream the answers are computed from.
+type DataSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it supplies: "candles", ...
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Its name, e.g. "coinbase-exchange" or "devnet-synthetic".
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// True for generated data (the devnet): not market or chain data.
+	Synthetic bool `protobuf:"varint,3,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
+	// One line about it.
+	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DataSource) Reset() {
+	*x = DataSource{}
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DataSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DataSource) ProtoMessage() {}
+
+func (x *DataSource) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DataSource.ProtoReflect.Descriptor instead.
+func (*DataSource) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DataSource) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DataSource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DataSource) GetSynthetic() bool {
+	if x != nil {
+		return x.Synthetic
+	}
+	return false
+}
+
+func (x *DataSource) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 // A paid operation of the catalog.
 type PaidOperation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -428,7 +510,7 @@ type PaidOperation struct {
 
 func (x *PaidOperation) Reset() {
 	*x = PaidOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +522,7 @@ func (x *PaidOperation) String() string {
 func (*PaidOperation) ProtoMessage() {}
 
 func (x *PaidOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +535,7 @@ func (x *PaidOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaidOperation.ProtoReflect.Descriptor instead.
 func (*PaidOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PaidOperation) GetName() string {
@@ -536,7 +618,7 @@ type Parameter struct {
 
 func (x *Parameter) Reset() {
 	*x = Parameter{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +630,7 @@ func (x *Parameter) String() string {
 func (*Parameter) ProtoMessage() {}
 
 func (x *Parameter) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +643,7 @@ func (x *Parameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parameter.ProtoReflect.Descriptor instead.
 func (*Parameter) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Parameter) GetName() string {
@@ -648,7 +730,7 @@ type FreeOperation struct {
 
 func (x *FreeOperation) Reset() {
 	*x = FreeOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +742,7 @@ func (x *FreeOperation) String() string {
 func (*FreeOperation) ProtoMessage() {}
 
 func (x *FreeOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +755,7 @@ func (x *FreeOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeOperation.ProtoReflect.Descriptor instead.
 func (*FreeOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FreeOperation) GetName() string {
@@ -719,7 +801,7 @@ type GetLlmsTxtRequest struct {
 
 func (x *GetLlmsTxtRequest) Reset() {
 	*x = GetLlmsTxtRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +813,7 @@ func (x *GetLlmsTxtRequest) String() string {
 func (*GetLlmsTxtRequest) ProtoMessage() {}
 
 func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +826,7 @@ func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtRequest.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 type GetLlmsTxtResponse struct {
@@ -756,7 +838,7 @@ type GetLlmsTxtResponse struct {
 
 func (x *GetLlmsTxtResponse) Reset() {
 	*x = GetLlmsTxtResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +850,7 @@ func (x *GetLlmsTxtResponse) String() string {
 func (*GetLlmsTxtResponse) ProtoMessage() {}
 
 func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +863,7 @@ func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtResponse.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetLlmsTxtResponse) GetBody() *httpbody.HttpBody {
@@ -799,7 +881,7 @@ type GetOpenAPIRequest struct {
 
 func (x *GetOpenAPIRequest) Reset() {
 	*x = GetOpenAPIRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +893,7 @@ func (x *GetOpenAPIRequest) String() string {
 func (*GetOpenAPIRequest) ProtoMessage() {}
 
 func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +906,7 @@ func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 type GetOpenAPIResponse struct {
@@ -836,7 +918,7 @@ type GetOpenAPIResponse struct {
 
 func (x *GetOpenAPIResponse) Reset() {
 	*x = GetOpenAPIResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +930,7 @@ func (x *GetOpenAPIResponse) String() string {
 func (*GetOpenAPIResponse) ProtoMessage() {}
 
 func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +943,7 @@ func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIResponse.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetOpenAPIResponse) GetBody() *httpbody.HttpBody {
@@ -881,7 +963,7 @@ type GetDemoRequest struct {
 
 func (x *GetDemoRequest) Reset() {
 	*x = GetDemoRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +975,7 @@ func (x *GetDemoRequest) String() string {
 func (*GetDemoRequest) ProtoMessage() {}
 
 func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +988,7 @@ func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoRequest.ProtoReflect.Descriptor instead.
 func (*GetDemoRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetDemoRequest) GetOp() string {
@@ -936,7 +1018,7 @@ type GetDemoResponse struct {
 
 func (x *GetDemoResponse) Reset() {
 	*x = GetDemoResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1030,7 @@ func (x *GetDemoResponse) String() string {
 func (*GetDemoResponse) ProtoMessage() {}
 
 func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1043,7 @@ func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoResponse.ProtoReflect.Descriptor instead.
 func (*GetDemoResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetDemoResponse) GetSample() isGetDemoResponse_Sample {
@@ -1118,7 +1200,7 @@ type GetX402DiscoveryRequest struct {
 
 func (x *GetX402DiscoveryRequest) Reset() {
 	*x = GetX402DiscoveryRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1130,7 +1212,7 @@ func (x *GetX402DiscoveryRequest) String() string {
 func (*GetX402DiscoveryRequest) ProtoMessage() {}
 
 func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1143,7 +1225,7 @@ func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
 }
 
 // Paid resources, in the x402scan discovery shape plus details.
@@ -1166,7 +1248,7 @@ type GetX402DiscoveryResponse struct {
 
 func (x *GetX402DiscoveryResponse) Reset() {
 	*x = GetX402DiscoveryResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1260,7 @@ func (x *GetX402DiscoveryResponse) String() string {
 func (*GetX402DiscoveryResponse) ProtoMessage() {}
 
 func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1273,7 @@ func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetX402DiscoveryResponse) GetVersion() int32 {
@@ -1252,7 +1334,7 @@ type X402Resource struct {
 
 func (x *X402Resource) Reset() {
 	*x = X402Resource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1346,7 @@ func (x *X402Resource) String() string {
 func (*X402Resource) ProtoMessage() {}
 
 func (x *X402Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1359,7 @@ func (x *X402Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use X402Resource.ProtoReflect.Descriptor instead.
 func (*X402Resource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *X402Resource) GetResource() string {
@@ -1330,7 +1412,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1424,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1437,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
 }
 
 // Counters since the ledger began.
@@ -1372,7 +1454,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1466,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1479,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetMetricsResponse) GetAsOf() string {
@@ -1440,7 +1522,7 @@ type EndpointCounters struct {
 
 func (x *EndpointCounters) Reset() {
 	*x = EndpointCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1534,7 @@ func (x *EndpointCounters) String() string {
 func (*EndpointCounters) ProtoMessage() {}
 
 func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1547,7 @@ func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointCounters.ProtoReflect.Descriptor instead.
 func (*EndpointCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EndpointCounters) GetName() string {
@@ -1524,7 +1606,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1618,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1631,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Error) GetError() string {
@@ -1603,7 +1685,7 @@ type PaymentRequired struct {
 
 func (x *PaymentRequired) Reset() {
 	*x = PaymentRequired{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +1697,7 @@ func (x *PaymentRequired) String() string {
 func (*PaymentRequired) ProtoMessage() {}
 
 func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +1710,7 @@ func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequired.ProtoReflect.Descriptor instead.
 func (*PaymentRequired) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PaymentRequired) GetX402Version() int32 {
@@ -1686,7 +1768,7 @@ type PaymentRequirements struct {
 
 func (x *PaymentRequirements) Reset() {
 	*x = PaymentRequirements{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1698,7 +1780,7 @@ func (x *PaymentRequirements) String() string {
 func (*PaymentRequirements) ProtoMessage() {}
 
 func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1711,7 +1793,7 @@ func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequirements.ProtoReflect.Descriptor instead.
 func (*PaymentRequirements) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaymentRequirements) GetScheme() string {
@@ -1802,7 +1884,7 @@ type PaymentExtra struct {
 
 func (x *PaymentExtra) Reset() {
 	*x = PaymentExtra{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +1896,7 @@ func (x *PaymentExtra) String() string {
 func (*PaymentExtra) ProtoMessage() {}
 
 func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +1909,7 @@ func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentExtra.ProtoReflect.Descriptor instead.
 func (*PaymentExtra) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaymentExtra) GetName() string {
@@ -1862,7 +1944,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\x13\n" +
-	"\x11GetProjectRequest\"\xd6\x02\n" +
+	"\x11GetProjectRequest\"\x89\x03\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -1877,7 +1959,14 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\n" +
 	"disclaimer\x18\n" +
 	" \x01(\tR\n" +
-	"disclaimer\"\xe4\x01\n" +
+	"disclaimer\x121\n" +
+	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\"t\n" +
+	"\n" +
+	"DataSource\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\tsynthetic\x18\x03 \x01(\bR\tsynthetic\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xe4\x01\n" +
 	"\rPaidOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
@@ -2033,7 +2122,7 @@ func file_tollgate_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_discovery_proto_rawDescData
 }
 
-var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetIndexRequest)(nil),          // 0: tollgate.v1.GetIndexRequest
 	(*GetIndexResponse)(nil),         // 1: tollgate.v1.GetIndexResponse
@@ -2041,81 +2130,83 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetHealthResponse)(nil),        // 3: tollgate.v1.GetHealthResponse
 	(*GetProjectRequest)(nil),        // 4: tollgate.v1.GetProjectRequest
 	(*GetProjectResponse)(nil),       // 5: tollgate.v1.GetProjectResponse
-	(*PaidOperation)(nil),            // 6: tollgate.v1.PaidOperation
-	(*Parameter)(nil),                // 7: tollgate.v1.Parameter
-	(*FreeOperation)(nil),            // 8: tollgate.v1.FreeOperation
-	(*GetLlmsTxtRequest)(nil),        // 9: tollgate.v1.GetLlmsTxtRequest
-	(*GetLlmsTxtResponse)(nil),       // 10: tollgate.v1.GetLlmsTxtResponse
-	(*GetOpenAPIRequest)(nil),        // 11: tollgate.v1.GetOpenAPIRequest
-	(*GetOpenAPIResponse)(nil),       // 12: tollgate.v1.GetOpenAPIResponse
-	(*GetDemoRequest)(nil),           // 13: tollgate.v1.GetDemoRequest
-	(*GetDemoResponse)(nil),          // 14: tollgate.v1.GetDemoResponse
-	(*GetX402DiscoveryRequest)(nil),  // 15: tollgate.v1.GetX402DiscoveryRequest
-	(*GetX402DiscoveryResponse)(nil), // 16: tollgate.v1.GetX402DiscoveryResponse
-	(*X402Resource)(nil),             // 17: tollgate.v1.X402Resource
-	(*GetMetricsRequest)(nil),        // 18: tollgate.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 19: tollgate.v1.GetMetricsResponse
-	(*EndpointCounters)(nil),         // 20: tollgate.v1.EndpointCounters
-	(*Error)(nil),                    // 21: tollgate.v1.Error
-	(*PaymentRequired)(nil),          // 22: tollgate.v1.PaymentRequired
-	(*PaymentRequirements)(nil),      // 23: tollgate.v1.PaymentRequirements
-	(*PaymentExtra)(nil),             // 24: tollgate.v1.PaymentExtra
-	(*httpbody.HttpBody)(nil),        // 25: google.api.HttpBody
-	(*GetCandlesResponse)(nil),       // 26: tollgate.v1.GetCandlesResponse
-	(*GetRugCheckResponse)(nil),      // 27: tollgate.v1.GetRugCheckResponse
-	(*GetWhalesResponse)(nil),        // 28: tollgate.v1.GetWhalesResponse
-	(*GetSignalResponse)(nil),        // 29: tollgate.v1.GetSignalResponse
-	(*GetSignalPackResponse)(nil),    // 30: tollgate.v1.GetSignalPackResponse
-	(*GetTokenResponse)(nil),         // 31: tollgate.v1.GetTokenResponse
-	(*GetRegimeResponse)(nil),        // 32: tollgate.v1.GetRegimeResponse
-	(*GetLanesResponse)(nil),         // 33: tollgate.v1.GetLanesResponse
-	(*GetForecastResponse)(nil),      // 34: tollgate.v1.GetForecastResponse
-	(*wrapperspb.DoubleValue)(nil),   // 35: google.protobuf.DoubleValue
-	(*structpb.Struct)(nil),          // 36: google.protobuf.Struct
+	(*DataSource)(nil),               // 6: tollgate.v1.DataSource
+	(*PaidOperation)(nil),            // 7: tollgate.v1.PaidOperation
+	(*Parameter)(nil),                // 8: tollgate.v1.Parameter
+	(*FreeOperation)(nil),            // 9: tollgate.v1.FreeOperation
+	(*GetLlmsTxtRequest)(nil),        // 10: tollgate.v1.GetLlmsTxtRequest
+	(*GetLlmsTxtResponse)(nil),       // 11: tollgate.v1.GetLlmsTxtResponse
+	(*GetOpenAPIRequest)(nil),        // 12: tollgate.v1.GetOpenAPIRequest
+	(*GetOpenAPIResponse)(nil),       // 13: tollgate.v1.GetOpenAPIResponse
+	(*GetDemoRequest)(nil),           // 14: tollgate.v1.GetDemoRequest
+	(*GetDemoResponse)(nil),          // 15: tollgate.v1.GetDemoResponse
+	(*GetX402DiscoveryRequest)(nil),  // 16: tollgate.v1.GetX402DiscoveryRequest
+	(*GetX402DiscoveryResponse)(nil), // 17: tollgate.v1.GetX402DiscoveryResponse
+	(*X402Resource)(nil),             // 18: tollgate.v1.X402Resource
+	(*GetMetricsRequest)(nil),        // 19: tollgate.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 20: tollgate.v1.GetMetricsResponse
+	(*EndpointCounters)(nil),         // 21: tollgate.v1.EndpointCounters
+	(*Error)(nil),                    // 22: tollgate.v1.Error
+	(*PaymentRequired)(nil),          // 23: tollgate.v1.PaymentRequired
+	(*PaymentRequirements)(nil),      // 24: tollgate.v1.PaymentRequirements
+	(*PaymentExtra)(nil),             // 25: tollgate.v1.PaymentExtra
+	(*httpbody.HttpBody)(nil),        // 26: google.api.HttpBody
+	(*GetCandlesResponse)(nil),       // 27: tollgate.v1.GetCandlesResponse
+	(*GetRugCheckResponse)(nil),      // 28: tollgate.v1.GetRugCheckResponse
+	(*GetWhalesResponse)(nil),        // 29: tollgate.v1.GetWhalesResponse
+	(*GetSignalResponse)(nil),        // 30: tollgate.v1.GetSignalResponse
+	(*GetSignalPackResponse)(nil),    // 31: tollgate.v1.GetSignalPackResponse
+	(*GetTokenResponse)(nil),         // 32: tollgate.v1.GetTokenResponse
+	(*GetRegimeResponse)(nil),        // 33: tollgate.v1.GetRegimeResponse
+	(*GetLanesResponse)(nil),         // 34: tollgate.v1.GetLanesResponse
+	(*GetForecastResponse)(nil),      // 35: tollgate.v1.GetForecastResponse
+	(*wrapperspb.DoubleValue)(nil),   // 36: google.protobuf.DoubleValue
+	(*structpb.Struct)(nil),          // 37: google.protobuf.Struct
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
-	6,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
-	8,  // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
-	7,  // 2: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
-	25, // 3: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
-	25, // 4: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
-	26, // 5: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
-	27, // 6: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
-	28, // 7: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
-	29, // 8: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
-	30, // 9: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
-	31, // 10: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
-	32, // 11: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
-	33, // 12: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
-	34, // 13: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
-	17, // 14: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	20, // 15: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	20, // 16: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	35, // 17: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	23, // 18: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	36, // 19: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	24, // 20: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 21: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 22: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 23: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	9,  // 24: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	11, // 25: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	13, // 26: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	15, // 27: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	18, // 28: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 29: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 30: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 31: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	10, // 32: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	12, // 33: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	14, // 34: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	16, // 35: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	19, // 36: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	7,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
+	9,  // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
+	6,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
+	8,  // 3: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
+	26, // 4: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
+	26, // 5: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
+	27, // 6: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
+	28, // 7: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
+	29, // 8: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
+	30, // 9: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
+	31, // 10: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
+	32, // 11: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
+	33, // 12: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
+	34, // 13: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
+	35, // 14: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
+	18, // 15: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
+	21, // 16: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	21, // 17: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	36, // 18: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	24, // 19: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	37, // 20: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	25, // 21: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 22: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 23: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 24: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	10, // 25: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	12, // 26: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	14, // 27: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	16, // 28: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	19, // 29: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 30: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 31: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 32: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	11, // 33: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	13, // 34: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	15, // 35: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	17, // 36: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	20, // 37: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	30, // [30:38] is the sub-list for method output_type
+	22, // [22:30] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
@@ -2125,8 +2216,8 @@ func file_tollgate_v1_discovery_proto_init() {
 	}
 	file_tollgate_v1_analytics_proto_init()
 	file_tollgate_v1_options_proto_init()
-	file_tollgate_v1_discovery_proto_msgTypes[7].OneofWrappers = []any{}
-	file_tollgate_v1_discovery_proto_msgTypes[14].OneofWrappers = []any{
+	file_tollgate_v1_discovery_proto_msgTypes[8].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[15].OneofWrappers = []any{
 		(*GetDemoResponse_Candles)(nil),
 		(*GetDemoResponse_Rugcheck)(nil),
 		(*GetDemoResponse_Whales)(nil),
@@ -2137,16 +2228,16 @@ func file_tollgate_v1_discovery_proto_init() {
 		(*GetDemoResponse_Lanes)(nil),
 		(*GetDemoResponse_Forecast)(nil),
 	}
-	file_tollgate_v1_discovery_proto_msgTypes[21].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[22].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[23].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_discovery_proto_rawDesc), len(file_tollgate_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
