@@ -34,12 +34,13 @@ const publicURL = "http://tollgate.test"
 
 // stack is the gRPC server and the gateway in process.
 type stack struct {
-	url   string
-	conn  *grpc.ClientConn
-	calls atomic.Int64 // AnalyticsService calls that reached the handler
+	url     string
+	handler http.Handler
+	conn    *grpc.ClientConn
+	calls   atomic.Int64 // AnalyticsService calls that reached the handler
 }
 
-func newStack(t *testing.T) *stack {
+func newStack(t testing.TB) *stack {
 	t.Helper()
 	cache, err := market.NewCache(market.NewDevnet(), market.DefaultCacheConfig())
 	if err != nil {
@@ -50,7 +51,7 @@ func newStack(t *testing.T) *stack {
 
 // newStackWith serves analytics behind the real interceptors and a gateway
 // whose proxied calls time out after timeout; /tollgate lists sources.
-func newStackWith(t *testing.T, analytics tollgatev1.AnalyticsServiceServer, timeout time.Duration, sources ...service.DataSource) *stack {
+func newStackWith(t testing.TB, analytics tollgatev1.AnalyticsServiceServer, timeout time.Duration, sources ...service.DataSource) *stack {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
@@ -87,7 +88,7 @@ func newStackWith(t *testing.T, analytics tollgatev1.AnalyticsServiceServer, tim
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	s.url, s.conn = hs.URL, conn
+	s.url, s.conn, s.handler = hs.URL, conn, h
 	return s
 }
 

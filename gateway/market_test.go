@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"encoding/json"
 	"math"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +228,43 @@ func TestMarketAgainstCoinbaseFormat(t *testing.T) {
 	}
 	if r := s.do(t, "GET", "/signal-pack"); r.status != 200 { // warm: still fresh
 		t.Errorf("warm series during the outage: %d", r.status)
+	}
+}
+
+// TestColdCollapseThroughTheStack: 100 concurrent cold /signal-pack calls
+// through the REST gateway cause one upstream fetch sequence of three
+// requests (720 hourly closes).
+func TestColdCollapseThroughTheStack(t *testing.T) {
+	t.Parallel()
+	x := markettest.NewExchange(t)
+	now := time.Now().UTC()
+	x.Seed(t, "ETH-USD", time.Hour, now.Add(-800*time.Hour), now)
+	x.Delay = 30 * time.Millisecond
+	cache, err := market.NewCache(x.Client(t, nil), market.DefaultCacheConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStackWith(t, service.NewAnalytics(cache), 10*time.Second)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for i := range 100 {
+		path := "/signal-pack"
+		if i%2 == 1 {
+			path = "/regime"
+		}
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			s.handler.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if rec.Code != 200 {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Errorf("%d requests failed", failed.Load())
+	}
+	if n := x.Requests.Load(); n != 3 {
+		t.Errorf("%d upstream requests, want 3: %s", n, markettest.RangesString(x.Ranges))
 	}
 }

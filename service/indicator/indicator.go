@@ -72,15 +72,13 @@ func RSI(x []float64, n int) []float64 {
 	// the divisions off the loop-carried chain (agrees to about 1e-15).
 	a, b := float64(n-1)/float64(n), 1/float64(n)
 	for i := n + 1; i < len(x); i++ {
+		// Gain and loss of the change without a branch: (d+|d|)/2 and
+		// (|d|-d)/2 are exact, and price changes are a coin flip for the
+		// branch predictor.
 		d := x[i] - x[i-1]
-		g, l := 0.0, 0.0
-		if d > 0 {
-			g = d
-		} else {
-			l = -d
-		}
-		gain = gain*a + g*b
-		loss = loss*a + l*b
+		ad := math.Abs(d)
+		gain = gain*a + (d+ad)*0.5*b
+		loss = loss*a + (ad-d)*0.5*b
 		out[i] = rsi(gain, loss)
 	}
 	return out
@@ -160,7 +158,10 @@ func rollingSumSquares(returns []float64, w int) []float64 {
 			ss -= old * old
 		}
 		if i >= w-1 {
-			out = append(out, math.Max(ss, 0))
+			if ss < 0 { // rounding of the running sum over a flat run
+				ss = 0
+			}
+			out = append(out, ss)
 		}
 	}
 	return out
