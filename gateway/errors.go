@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -13,7 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
-	"github.com/tollgate/tollgate/service/catalog"
 )
 
 // Every non-2xx answer of the gateway has the tollgatev1.Error body:
@@ -65,50 +65,43 @@ func writeStatus(w http.ResponseWriter, r *http.Request, st *status.Status) {
 func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
 	switch httpStatus {
 	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", "GET")
+		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, r, httpStatus, &tollgatev1.Error{
 			Error:   "method_not_allowed",
-			Message: "method " + r.Method + " is not allowed; every operation is a GET",
+			Message: "method " + r.Method + " is not allowed; every operation is a GET (or HEAD)",
 		})
 	case http.StatusNotFound:
 		writeError(w, r, httpStatus, &tollgatev1.Error{
 			Error:   "not_found",
 			Message: "no such path: " + r.URL.Path + "; see /openapi.json or /tollgate for the operations",
 		})
-	default:
-		writeError(w, r, httpStatus, &tollgatev1.Error{
-			Error:   "invalid_argument",
-			Message: http.StatusText(httpStatus),
-		})
+	default: // grpc-gateway routes nothing else here but a malformed path (400)
+		writeStatus(w, r, status.New(codes.InvalidArgument, "malformed request path: "+r.URL.Path))
 	}
 }
 
-// writeParamError answers a refused parameter: 404 for a path value outside
-// its set (the path names no resource), else 400.
+// writeParamError answers a refused parameter with the status the catalog
+// gives it, exactly as a gRPC caller would see it.
 func writeParamError(w http.ResponseWriter, r *http.Request, err error) {
-	var pe *catalog.ParamError
-	if !errors.As(err, &pe) {
-		writeError(w, r, http.StatusBadRequest, &tollgatev1.Error{Error: "invalid_argument", Message: err.Error()})
-		return
-	}
-	httpStatus, code := http.StatusBadRequest, "invalid_argument"
-	if pe.NotFound {
-		httpStatus, code = http.StatusNotFound, "not_found"
-	}
-	writeError(w, r, httpStatus, &tollgatev1.Error{
-		Error:    code,
-		Message:  pe.Error(),
-		Param:    &pe.Param,
-		Accepted: pe.Accepted,
-	})
+	writeStatus(w, r, status.Convert(err))
 }
 
 // writeError writes body with the given status. The body's status field is
-// set here, so it always equals the HTTP status.
+// set here, so it always equals the HTTP status, and text that echoes the
+// request (paths, parameter names) is made valid UTF-8, so that a request
+// with %FF in it gets its 400 or 404 rather than a marshaling failure.
 func writeError(w http.ResponseWriter, _ *http.Request, httpStatus int, body *tollgatev1.Error) {
 	body.Status = int32(httpStatus)
+	body.Message = strings.ToValidUTF8(body.Message, "\uFFFD")
+	if body.Param != nil {
+		p := strings.ToValidUTF8(body.GetParam(), "\uFFFD")
+		body.Param = &p
+	}
+	for i, a := range body.Accepted {
+		body.Accepted[i] = strings.ToValidUTF8(a, "\uFFFD")
+	}
 	out, err := (&restJSON{}).Marshal(body)
-	if err != nil { // only invalid UTF-8 in a message can get here
+	if err != nil { // unreachable: every string above is valid UTF-8
 		out = []byte(`{"error":"internal","message":"internal error","status":500,"accepted":[]}`)
 		httpStatus = http.StatusInternalServerError
 	}

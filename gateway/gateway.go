@@ -16,6 +16,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -86,7 +88,21 @@ func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Ca
 		}
 	}
 	checked.Handle("/", mux) // unknown paths and methods: the mux answers 404/405
-	return withTimeout(cfg.Timeout, checked), nil
+	return withTimeout(cfg.Timeout, uncleanPaths(checked)), nil
+}
+
+// uncleanPaths answers 404 for paths net/http would redirect to a cleaned
+// form ("//health", "/demo/../health"): a redirect would be the only
+// non-2xx answer without the Error body, and no client needs it.
+func uncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p == "" || p[0] != '/' || path.Clean(p) != p && !(strings.HasSuffix(p, "/") && path.Clean(p)+"/" == p) {
+			routingErrorHandler(r.Context(), nil, nil, w, r, http.StatusNotFound)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // servePattern turns a google.api.http path template into a net/http
@@ -104,10 +120,7 @@ func checkParams(op *catalog.Operation, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		query, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			writeError(w, r, http.StatusBadRequest, &tollgatev1.Error{
-				Error:   "invalid_argument",
-				Message: "malformed query string: " + err.Error(),
-			})
+			writeParamError(w, r, &catalog.ParamError{Param: "query", Problem: "is malformed: " + err.Error()})
 			return
 		}
 		norm, err := op.CheckHTTP(r.PathValue, query)
@@ -120,6 +133,11 @@ func checkParams(op *catalog.Operation, next http.Handler) http.Handler {
 		u := *r.URL
 		u.RawQuery = norm.Encode()
 		r2.URL = &u
+		if r2.Method == http.MethodHead {
+			// HEAD is a GET whose body net/http drops (RFC 9110 §9.3.2);
+			// grpc-gateway routes GET only.
+			r2.Method = http.MethodGet
+		}
 		next.ServeHTTP(w, r2)
 	})
 }

@@ -57,7 +57,7 @@ func newStackWith(t testing.TB, analytics tollgatev1.AnalyticsServiceServer, tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := service.NewDiscovery(service.Config{PublicURL: publicURL, Version: "test", Sources: sources}, cat)
+	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: publicURL, Version: "test", Sources: sources}, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,11 @@ func TestErrors(t *testing.T) {
 		{"GET", "/candles?granularity=abc", 400, "invalid_argument", "granularity", nil, false},
 		{"GET", "/candles?product=ETH-USD&product=BTC-USD", 400, "invalid_argument", "product", nil, false},
 		{"GET", "/candles?limit=10", 400, "invalid_argument", "limit", []string{"product", "granularity"}, false},
-		{"GET", "/candles?%zz", 400, "invalid_argument", "", nil, false},
+		{"GET", "/candles?%zz", 400, "invalid_argument", "query", nil, false},
+		{"GET", "/whales?%FF=1", 400, "invalid_argument", "\uFFFD", nil, false},
+		{"GET", "/%FF", 404, "not_found", "", nil, false},
+		{"GET", "//health", 404, "not_found", "", nil, false},
+		{"GET", "/demo/../health", 404, "not_found", "", nil, false},
 		{"GET", "/rugcheck/" + usdc, 501, "unimplemented", "", nil, true},
 		{"GET", "/rugcheck/0x1234", 400, "invalid_argument", "addr", nil, false},
 		{"GET", "/rugcheck/" + usdc + "00", 400, "invalid_argument", "addr", nil, false},
@@ -191,20 +195,20 @@ func TestErrors(t *testing.T) {
 			if body.Param != tt.param {
 				t.Errorf("param %q, want %q", body.Param, tt.param)
 			}
-			if tt.param != "" && !strings.Contains(body.Message, tt.param) {
+			if tt.param != "" && tt.param != "\uFFFD" && !strings.Contains(body.Message, tt.param) {
 				t.Errorf("message %q does not name %q", body.Message, tt.param)
 			}
 			if tt.accepted != nil && !slices.Equal(body.Accepted, tt.accepted) {
 				t.Errorf("accepted %q, want %q", body.Accepted, tt.accepted)
 			}
-			if tt.status == 405 && r.header.Get("Allow") != "GET" {
-				t.Errorf("405 without Allow: GET")
+			if tt.status == 405 && r.header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("405 without Allow: GET, HEAD")
 			}
 			if reached := s.calls.Load() > before; reached != tt.reachesRPC {
 				t.Errorf("reached the analytics service: %v, want %v", reached, tt.reachesRPC)
 			}
 			doc.validateSchema(t, "Error", r.body)
-			if tt.method == "GET" && tt.status != 404 || strings.HasPrefix(tt.path, "/demo/") {
+			if tt.method == "GET" && tt.status != 404 || tt.path == "/demo/nope" {
 				doc.validateResponse(t, r)
 			}
 		})
@@ -341,7 +345,7 @@ func (failingAnalytics) GetCandles(context.Context, *tollgatev1.GetCandlesReques
 }
 
 func (failingAnalytics) GetToken(context.Context, *tollgatev1.GetTokenRequest) (*tollgatev1.GetTokenResponse, error) {
-	return &tollgatev1.GetTokenResponse{AsOf: "x", Token: &tollgatev1.TokenInfo{}, Transfers: &tollgatev1.TokenTransfers{}}, nil
+	return &tollgatev1.GetTokenResponse{AsOf: "2026-11-20T12:00:00Z", Token: &tollgatev1.TokenInfo{Address: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}, Transfers: &tollgatev1.TokenTransfers{}}, nil
 }
 
 func (failingAnalytics) GetForecast(context.Context, *tollgatev1.GetForecastRequest) (*tollgatev1.GetForecastResponse, error) {
@@ -374,6 +378,7 @@ func TestUpstreamFailures(t *testing.T) {
 			if r.status != tt.status {
 				t.Fatalf("status %d, want %d: %s", r.status, tt.status, r.body)
 			}
+			doc.validateResponse(t, r)
 			if tt.status == 200 {
 				return
 			}
@@ -394,5 +399,18 @@ func TestUpstreamFailures(t *testing.T) {
 			doc.validateSchema(t, "Error", r.body)
 			doc.validateResponse(t, r)
 		})
+	}
+}
+
+// TestHead: HEAD is served wherever GET is, with GET's status and headers
+// and no body.
+func TestHead(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	for path, want := range map[string]int{"/health": 200, "/regime": 200, "/candles?product=XYZ": 400, "/nope": 404, "/whales": 501} {
+		r := s.do(t, "HEAD", path)
+		if r.status != want || len(r.body) != 0 || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("HEAD %s: %d, %d body bytes, %q; want %d, none, application/json", path, r.status, len(r.body), r.header.Get("Content-Type"), want)
+		}
 	}
 }

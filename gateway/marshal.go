@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -25,14 +26,16 @@ import (
 // restJSON is the gateway's runtime.Marshaler. It writes protojson's
 // canonical mapping with EmitUnpopulated (every field present, unset
 // messages and wrappers as null, proto3 optional fields omitted when unset),
-// with three differences that make it Tollgate's REST JSON:
+// with differences that make it Tollgate's REST JSON:
 //
 //   - enum values are written as their (tollgate.v1.json_value) strings;
 //   - keys follow the proto field order and no whitespace is added
 //     (protojson randomises spacing on purpose);
-//   - NaN and infinities are an error, not the strings "NaN"/"Infinity":
-//     the spec's numbers are JSON numbers, and a response that cannot be
-//     written is a 500, which is never charged.
+//   - what the OpenAPI document does not allow is an error rather than
+//     output: NaN and infinities (not the strings "NaN"/"Infinity"), an
+//     unset message field that is neither a wrapper nor (field).nullable
+//     (it would be null), and an enum left at its *_UNSPECIFIED zero. A
+//     response that cannot be written is a 500, which is never charged.
 //
 // It encodes straight from protoreflect into one buffer rather than
 // rewriting protojson's output, which keeps key order and costs less than
@@ -41,7 +44,19 @@ type restJSON struct {
 	enums map[protoreflect.EnumValueDescriptor]string // quoted wire strings
 }
 
-var errNotFinite = errors.New("restjson: NaN or infinite number")
+var (
+	errNotFinite  = errors.New("restjson: NaN or infinite number")
+	errUnsetField = errors.New("restjson: required field left unset")
+)
+
+// nullable reports whether an unset message field may be written as null:
+// wrappers ("number or null") and messages marked (field).nullable.
+func nullable(fd protoreflect.FieldDescriptor) bool {
+	if md := fd.Message(); md.FullName().Parent() == "google.protobuf" && strings.HasSuffix(string(md.Name()), "Value") {
+		return true
+	}
+	return catalog.FieldRule(fd).GetNullable()
+}
 
 // newRESTJSON indexes the (json_value) strings of every enum in the
 // registered files of package pkg.
@@ -157,6 +172,9 @@ func (m *restJSON) appendMessage(b []byte, msg protoreflect.Message) ([]byte, er
 		case fd.IsMap():
 			b, err = m.appendMap(b, fd, msg.Get(fd).Map())
 		case fd.Message() != nil && !msg.Has(fd):
+			if !nullable(fd) {
+				return nil, fmt.Errorf("%s: %w", fd.FullName(), errUnsetField)
+			}
 			b = append(b, "null"...)
 		default:
 			b, err = m.appendSingular(b, fd, msg.Get(fd))
@@ -276,6 +294,9 @@ func (m *restJSON) appendSingular(b []byte, fd protoreflect.FieldDescriptor, v p
 		ev := fd.Enum().Values().ByNumber(v.Enum())
 		if ev == nil {
 			return strconv.AppendInt(b, int64(v.Enum()), 10), nil
+		}
+		if ev.Number() == 0 && strings.HasSuffix(string(ev.Name()), "_UNSPECIFIED") {
+			return nil, errUnsetField
 		}
 		if s, ok := m.enums[ev]; ok {
 			return append(b, s...), nil

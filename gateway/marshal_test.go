@@ -35,7 +35,7 @@ func samples(t testing.TB) map[string]proto.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := service.NewDiscovery(service.Config{PublicURL: "http://tollgate.test", Version: "test"}, cat)
+	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: "http://tollgate.test", Version: "test"}, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +49,15 @@ func samples(t testing.TB) map[string]proto.Message {
 		out["demo "+op.Name] = m.Get(m.WhichOneof(m.Descriptor().Oneofs().ByName("sample"))).Message().Interface()
 	}
 	name := "tricky \"quoted\" \\ back\nnew\ttab \x01 \u2028 é 日本 \U0001F600 <&>"
-	out["empty rugcheck"] = &tollgatev1.GetRugCheckResponse{}
-	out["strings"] = &tollgatev1.GetRugCheckResponse{Token: name, Name: &name, Flags: []string{"", name}, Verdict: tollgatev1.Verdict_VERDICT_WARN}
+	checks := &tollgatev1.RugChecks{Owner: &tollgatev1.OwnerInfo{}, Activity: &tollgatev1.TransferActivity{}}
+	out["mostly empty rugcheck"] = &tollgatev1.GetRugCheckResponse{Verdict: tollgatev1.Verdict_VERDICT_PASS, Checks: checks}
+	out["strings"] = &tollgatev1.GetRugCheckResponse{Token: name, Name: &name, Flags: []string{"", name}, Verdict: tollgatev1.Verdict_VERDICT_WARN, Checks: checks}
 	out["floats"] = &tollgatev1.GetForecastResponse{Closes: []float64{0, -0.0, 1e-7, 1e21, 123456789.123, 5e-324, math.MaxFloat64, -1e-9, 0.1}}
-	out["null wrappers"] = &tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_NO_GO}
-	out["set wrappers"] = &tollgatev1.GetSignalResponse{ExpectedReturnPct: wrapperspb.Double(-0.25), Provenance: &tollgatev1.SignalProvenance{}}
+	out["null wrappers"] = &tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_NO_GO, Regime: tollgatev1.Regime_REGIME_RANGE}
+	out["set wrappers"] = &tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_GO, Regime: tollgatev1.Regime_REGIME_CHOP, ExpectedReturnPct: wrapperspb.Double(-0.25), Provenance: &tollgatev1.SignalProvenance{}}
 	out["maps"] = &tollgatev1.GetLanesResponse{Lanes: map[string]*tollgatev1.LaneRecord{"b": {Closes: 1}, "a": {}, "": {LastClose: wrapperspb.String("x")}, "é": {}}}
 	out["enum out of range"] = &tollgatev1.GetRegimeResponse{Regime: tollgatev1.Regime(42)}
-	out["struct"] = &tollgatev1.PaymentRequirements{OutputSchema: mustStruct(t, map[string]any{"input": map[string]any{"type": "http", "method": "GET"}, "n": 1.5})}
+	out["struct"] = &tollgatev1.PaymentRequirements{Extra: &tollgatev1.PaymentExtra{}, OutputSchema: mustStruct(t, map[string]any{"input": map[string]any{"type": "http", "method": "GET"}, "n": 1.5})}
 	out["uint32 max"] = &tollgatev1.GetWhalesResponse{TokensScanned: math.MaxUint32}
 	return out
 }
@@ -151,9 +152,9 @@ func TestRESTJSONEnumStrings(t *testing.T) {
 		msg  proto.Message
 		want string
 	}{
-		{&tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_NO_GO}, `"gate":"NO-GO"`},
+		{&tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_NO_GO, Regime: tollgatev1.Regime_REGIME_RANGE}, `"gate":"NO-GO"`},
 		{&tollgatev1.GetRegimeResponse{Regime: tollgatev1.Regime_REGIME_TREND_DOWN}, `"regime":"TREND-DOWN"`},
-		{&tollgatev1.GetRugCheckResponse{Verdict: tollgatev1.Verdict_VERDICT_PASS}, `"verdict":"PASS"`},
+		{&tollgatev1.GetRugCheckResponse{Verdict: tollgatev1.Verdict_VERDICT_PASS, Checks: &tollgatev1.RugChecks{Owner: &tollgatev1.OwnerInfo{}, Activity: &tollgatev1.TransferActivity{}}}, `"verdict":"PASS"`},
 		{&tollgatev1.VolatilityBlock{Flag: tollgatev1.VolatilityFlag_VOLATILITY_FLAG_UNKNOWN}, `"flag":"UNKNOWN"`},
 		{&tollgatev1.CandleIndicators{Regime: tollgatev1.CandleRegime_CANDLE_REGIME_CHOP}, `"regime":"chop"`},
 		{&tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_EIP1967_BEACON}, `"kind":"eip1967-beacon"`},
@@ -173,13 +174,35 @@ func TestRESTJSONRefusesNonFinite(t *testing.T) {
 	t.Parallel()
 	m := testMarshaler()
 	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		_, err := m.Marshal(&tollgatev1.GetRegimeResponse{Price: v})
+		_, err := m.Marshal(&tollgatev1.GetRegimeResponse{Regime: tollgatev1.Regime_REGIME_CHOP, Price: v})
 		if !errors.Is(err, errNotFinite) {
 			t.Errorf("Marshal(price %v) error = %v, want errNotFinite", v, err)
 		}
 	}
 	if _, err := m.Marshal(&tollgatev1.GetRugCheckResponse{Token: "\xff"}); !errors.Is(err, errInvalidUTF8) {
 		t.Errorf("invalid UTF-8: error = %v", err)
+	}
+}
+
+// TestRESTJSONRefusesWhatTheDocumentForbids: an unset message that is not
+// nullable would be null, and an enum at its zero would be a proto name;
+// both are handler bugs, answered 500 (never charged) rather than sent.
+func TestRESTJSONRefusesWhatTheDocumentForbids(t *testing.T) {
+	t.Parallel()
+	m := testMarshaler()
+	for name, msg := range map[string]proto.Message{
+		"unset indicators": &tollgatev1.GetCandlesResponse{},
+		"unset verdict":    &tollgatev1.GetRugCheckResponse{Checks: &tollgatev1.RugChecks{Owner: &tollgatev1.OwnerInfo{}, Activity: &tollgatev1.TransferActivity{}}},
+		"unset gate":       &tollgatev1.GetSignalResponse{Regime: tollgatev1.Regime_REGIME_RANGE},
+		"unset in a list":  &tollgatev1.GetRugCheckResponse{Verdict: tollgatev1.Verdict_VERDICT_PASS, Checks: &tollgatev1.RugChecks{Owner: &tollgatev1.OwnerInfo{}, Activity: &tollgatev1.TransferActivity{}, Capabilities: []*tollgatev1.Capability{{}}}},
+	} {
+		if _, err := m.Marshal(msg); !errors.Is(err, errUnsetField) {
+			t.Errorf("%s: error = %v, want errUnsetField", name, err)
+		}
+	}
+	ok := &tollgatev1.GetSignalResponse{Gate: tollgatev1.Gate_GATE_GO, Regime: tollgatev1.Regime_REGIME_RANGE}
+	if out, err := m.Marshal(ok); err != nil || !bytes.Contains(out, []byte(`"provenance":null`)) {
+		t.Errorf("nullable provenance: %s, %v", out, err)
 	}
 }
 

@@ -49,6 +49,7 @@ func parseDocument(t *testing.T, body []byte) *servedDocument {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat() // date-time and friends are checked, not just annotations
 	if err := c.AddResource("openapi.json", raw); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,8 @@ func TestValidatorsCatchDrift(t *testing.T) {
 	s := newStack(t)
 	doc := loadServedDocument(t, s)
 	bad := []struct{ schema, body string }{
-		{"GetRegimeResponse", `{"regime":"REGIME_TREND_UP","price":1,"ema10":1,"ema30":1,"rsi14":1,"asOf":"x"}`},
+		{"GetRegimeResponse", `{"regime":"REGIME_TREND_UP","price":1,"ema10":1,"ema30":1,"rsi14":1,"asOf":"2026-11-20T12:00:00Z","source":"x"}`},
+		{"GetRegimeResponse", `{"regime":"RANGE","price":1,"ema10":1,"ema30":1,"rsi14":1,"asOf":"yesterday","source":"x"}`},
 		{"GetRegimeResponse", `{"price":1,"ema10":1,"ema30":1,"rsi14":1,"asOf":"x"}`},
 		{"Error", `{"error":"x","message":"y","status":"400","accepted":[]}`},
 		{"GetWhalesResponse", `{"asOf":"x","tokensScanned":"184","wallets":[]}`},

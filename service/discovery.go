@@ -29,8 +29,8 @@ const (
 	payHowTo    = "Call a paid URL without payment to receive 402 with the payment requirements (x402 v1 JSON body and v2 PAYMENT-REQUIRED header). Sign an EIP-3009 TransferWithAuthorization of USDC on eip155:8453 for the price and retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). Bad parameters are refused with 400 before any payment. Free samples of every response are at /demo/{op}."
 )
 
-// Config holds what the free operations say about the deployment.
-type Config struct {
+// DiscoveryConfig holds what the free operations say about the deployment.
+type DiscoveryConfig struct {
 	// PublicURL is the absolute base URL clients reach the REST API at;
 	// catalogs, the OpenAPI servers entry and (later) x402 resources use it.
 	PublicURL string
@@ -47,7 +47,7 @@ type DataSource struct {
 }
 
 // Validate reports every problem of c at once.
-func (c Config) Validate() error {
+func (c DiscoveryConfig) Validate() error {
 	var errs []error
 	u, err := url.Parse(c.PublicURL)
 	switch {
@@ -70,7 +70,7 @@ func (c Config) Validate() error {
 type Discovery struct {
 	tollgatev1.UnimplementedDiscoveryServiceServer
 
-	cfg        Config
+	cfg        DiscoveryConfig
 	base       string // PublicURL without a trailing slash
 	cat        *catalog.Catalog
 	apiVersion string
@@ -83,7 +83,7 @@ type Discovery struct {
 
 // NewDiscovery builds the free catalogs from cat and the generated OpenAPI
 // document. It does no I/O.
-func NewDiscovery(cfg Config, cat *catalog.Catalog) (*Discovery, error) {
+func NewDiscovery(cfg DiscoveryConfig, cat *catalog.Catalog) (*Discovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("discovery config: %w", err)
 	}
@@ -215,9 +215,9 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 }
 
 func parameter(p catalog.Param) *tollgatev1.Parameter {
-	out := &tollgatev1.Parameter{Name: p.Name, In: p.In, Required: p.Required(), Type: "string", Enum: p.Accepted(), Clamp: p.Rule.GetClamp()}
+	out := &tollgatev1.Parameter{Name: p.Name, In: p.In, Required: p.Required(), Type: "string", Enum: p.Rule.GetEnum(), Clamp: p.Rule.GetClamp()}
 	if p.Integer() {
-		out.Type = "integer"
+		out.Type, out.IntEnum = "integer", p.Rule.GetIntEnum()
 	}
 	if s := p.Rule.GetPattern(); s != "" {
 		out.Pattern = &s

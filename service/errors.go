@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
@@ -31,7 +30,8 @@ const internalMessage = "internal error"
 //	anything else                      Internal, with a fixed message
 //
 // Parameter errors carry a tollgatev1.Error detail naming the parameter and
-// the accepted values, which the gateway copies into the REST error body.
+// the accepted values (catalog.ParamError.GRPCStatus), which the gateway
+// copies into the REST error body.
 func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -39,18 +39,7 @@ func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 	var pe *catalog.ParamError
 	switch {
 	case errors.As(err, &pe):
-		code := codes.InvalidArgument
-		if pe.NotFound {
-			code = codes.NotFound
-		}
-		st, derr := status.New(code, pe.Error()).WithDetails(&tollgatev1.Error{
-			Param:    &pe.Param,
-			Accepted: pe.Accepted,
-		})
-		if derr != nil {
-			return status.Error(code, pe.Error())
-		}
-		return st.Err()
+		return pe.GRPCStatus().Err()
 	case errors.Is(err, market.ErrUnavailable), errors.Is(err, market.ErrUnknownProduct):
 		logger.WarnContext(ctx, "candle source failed", "err", err)
 		return status.Error(codes.Unavailable, "the candle source is unavailable; nothing was charged, try again later")

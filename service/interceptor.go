@@ -15,13 +15,14 @@ import (
 )
 
 // Interceptors returns the unary interceptors every Tollgate gRPC server
-// runs, outermost first: panic recovery, a log line per call, and the
-// catalog's parameter rules (defaults filled, integers clamped, bad values
-// refused) so that every handler receives a checked request.
+// runs, outermost first: a log line per call (panics included), panic
+// recovery, and the catalog's parameter rules (defaults filled, integers
+// clamped, bad values refused) so that every handler receives a checked
+// request.
 func Interceptors(cat *catalog.Catalog, logger *slog.Logger) []grpc.UnaryServerInterceptor {
 	return []grpc.UnaryServerInterceptor{
-		recoverUnary(logger),
 		logUnary(logger),
+		recoverUnary(logger),
 		checkUnary(cat, logger),
 	}
 }

@@ -112,12 +112,12 @@ func TestConfigValidate(t *testing.T) {
 		"http://localhost:8402": true, "https://api.example.com/x402/": true,
 		"": false, "localhost:8402": false, "ftp://x": false, "https://": false, "https://x?y=1": false,
 	} {
-		err := Config{PublicURL: url, Version: "v"}.Validate()
+		err := DiscoveryConfig{PublicURL: url, Version: "v"}.Validate()
 		if (err == nil) != ok {
 			t.Errorf("Validate(%q) = %v", url, err)
 		}
 	}
-	if err := (Config{PublicURL: "http://x"}).Validate(); err == nil {
+	if err := (DiscoveryConfig{PublicURL: "http://x"}).Validate(); err == nil {
 		t.Error("empty version accepted")
 	}
 }
@@ -128,7 +128,7 @@ func newDiscovery(t *testing.T, base string) *Discovery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDiscovery(Config{PublicURL: base, Version: "v1.2.3"}, cat)
+	d, err := NewDiscovery(DiscoveryConfig{PublicURL: base, Version: "v1.2.3"}, cat)
 	if err != nil {
 		t.Fatal(err)
 	}

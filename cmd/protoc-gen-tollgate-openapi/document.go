@@ -210,9 +210,10 @@ func (b *builder) operation(op *catalog.Operation, i int) (*object, error) {
 	if op.Paid() {
 		responses.set("501", refTo("#/components/responses/NotImplemented"))
 		responses.set("502", refTo("#/components/responses/BadGateway"))
-		responses.set("503", refTo("#/components/responses/Unavailable"))
-		responses.set("504", refTo("#/components/responses/Timeout"))
 	}
+	responses.set("503", refTo("#/components/responses/Unavailable"))
+	responses.set("504", refTo("#/components/responses/Timeout"))
+	responses.set("default", refTo("#/components/responses/Other"))
 	out.set("responses", responses)
 	if op.Paid() {
 		out.set("security", []any{obj().set("x402", []any{}), obj().set("x402v2", []any{})})
@@ -324,6 +325,7 @@ func (b *builder) responses() *object {
 		set("BadGateway", errorContent("The payment facilitator or an upstream failed. Nothing is charged.")).
 		set("Unavailable", errorContent("An upstream (chain node, market feed, model) is unavailable. Nothing is charged.")).
 		set("Timeout", errorContent("An upstream did not answer in time. Nothing is charged.")).
+		set("Other", errorContent("Any other failure (for example 499 when the client went away), with the same Error body.")).
 		set("PaymentRequired", obj().
 			set("description", "Payment required: the body (x402 v1) and the PAYMENT-REQUIRED header (x402 v2) carry the payment requirements for this operation's price.").
 			set("headers", obj().set("PAYMENT-REQUIRED", refTo("#/components/headers/PAYMENT-REQUIRED"))).
@@ -423,8 +425,12 @@ func (b *builder) single(fd protoreflect.FieldDescriptor) *object {
 	case protoreflect.EnumKind:
 		return b.enumRef(fd.Enum())
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		if w, ok := wrappers[fd.Message().FullName()]; ok {
-			return obj().set("type", []any{w, "null"})
+		if w := wrapperType(fd.Message().FullName()); w != "" {
+			s = obj().set("type", []any{w, "null"})
+			if r.GetFormat() != "" {
+				s.set("format", r.GetFormat())
+			}
+			return s
 		}
 		if fd.Message().FullName() == "google.protobuf.Struct" {
 			return obj().set("type", "object")
@@ -444,19 +450,28 @@ func (b *builder) single(fd protoreflect.FieldDescriptor) *object {
 	if r.GetPattern() != "" {
 		s.set("pattern", r.GetPattern())
 	}
+	if r.GetFormat() != "" {
+		s.set("format", r.GetFormat())
+	}
 	if len(r.GetEnum()) > 0 {
 		s.set("enum", anySlice(r.GetEnum()))
 	}
 	return s
 }
 
-var wrappers = map[protoreflect.FullName]string{
-	"google.protobuf.DoubleValue": "number",
-	"google.protobuf.FloatValue":  "number",
-	"google.protobuf.Int32Value":  "integer",
-	"google.protobuf.UInt32Value": "integer",
-	"google.protobuf.BoolValue":   "boolean",
-	"google.protobuf.StringValue": "string",
+// wrapperType returns the JSON type of a wrapper message, "" for others.
+func wrapperType(n protoreflect.FullName) string {
+	switch n {
+	case "google.protobuf.DoubleValue", "google.protobuf.FloatValue":
+		return "number"
+	case "google.protobuf.Int32Value", "google.protobuf.UInt32Value":
+		return "integer"
+	case "google.protobuf.BoolValue":
+		return "boolean"
+	case "google.protobuf.StringValue":
+		return "string"
+	}
+	return ""
 }
 
 func schemaName(n protoreflect.FullName) string {

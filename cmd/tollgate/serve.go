@@ -60,7 +60,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 	if err != nil {
 		return err
 	}
-	discovery, err := service.NewDiscovery(service.Config{
+	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL: cfg.PublicURL,
 		Version:   buildVersion(),
 		Sources:   []service.DataSource{candleSource},

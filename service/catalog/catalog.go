@@ -7,7 +7,9 @@
 //
 // catalog owns no transport. The gRPC service, the gateway and
 // protoc-gen-tollgate-openapi all read the contract through it, so a price
-// or a rule changes in one .proto line and everywhere at once.
+// or a rule changes in one .proto line and everywhere at once. It is the
+// one service/* package that imports gen/ and that the gateway imports: a
+// leaf that reads descriptors, shared by both sides of the gRPC hop.
 package catalog
 
 import (
@@ -216,7 +218,7 @@ func newOperation(md protoreflect.MethodDescriptor) (*Operation, error) {
 	in := md.Input()
 	for i := 0; i < in.Fields().Len(); i++ {
 		fd := in.Fields().Get(i)
-		p := Param{Name: string(fd.Name()), In: InQuery, Field: fd, Rule: fieldRule(fd)}
+		p := Param{Name: string(fd.Name()), In: InQuery, Field: fd, Rule: FieldRule(fd)}
 		if pathVars[p.Name] {
 			p.In = InPath
 		}
@@ -233,15 +235,13 @@ func newOperation(md protoreflect.MethodDescriptor) (*Operation, error) {
 	return op, nil
 }
 
-func fieldRule(fd protoreflect.FieldDescriptor) *tollgatev1.Field {
+// FieldRule returns the (tollgate.v1.field) rule of any field; never nil.
+func FieldRule(fd protoreflect.FieldDescriptor) *tollgatev1.Field {
 	if r, _ := proto.GetExtension(fd.Options(), tollgatev1.E_Field).(*tollgatev1.Field); r != nil {
 		return r
 	}
 	return &tollgatev1.Field{}
 }
-
-// FieldRule returns the (tollgate.v1.field) rule of any field; never nil.
-func FieldRule(fd protoreflect.FieldDescriptor) *tollgatev1.Field { return fieldRule(fd) }
 
 // JSONValue returns the REST JSON string of an enum value: its
 // (tollgate.v1.json_value) option, else its proto name.

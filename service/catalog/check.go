@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 )
 
 // ParamError is a parameter value the contract refuses. Its message names
@@ -34,6 +38,23 @@ func (e *ParamError) Error() string {
 		msg += "; accepted: " + strings.Join(e.Accepted, ", ")
 	}
 	return msg
+}
+
+// GRPCStatus is the one mapping of a parameter error to a status, used by
+// the gRPC service and the gateway alike: InvalidArgument, or NotFound for
+// a path value outside its set, with a tollgatev1.Error detail naming the
+// parameter and the accepted values.
+func (e *ParamError) GRPCStatus() *status.Status {
+	code := codes.InvalidArgument
+	if e.NotFound {
+		code = codes.NotFound
+	}
+	st := status.New(code, e.Error())
+	param := strings.ToValidUTF8(e.Param, "\uFFFD")
+	if withDetail, err := st.WithDetails(&tollgatev1.Error{Param: &param, Accepted: e.Accepted}); err == nil {
+		return withDetail
+	}
+	return st
 }
 
 var integerText = regexp.MustCompile(`^[+-]?[0-9]+$`)
@@ -169,7 +190,14 @@ func (p *Param) normalize(text string) (string, error) {
 		return text, nil
 	}
 	if !integerText.MatchString(text) {
-		return fail(fmt.Sprintf("must be an integer, got %q", text), p.Accepted())
+		problem := fmt.Sprintf("must be an integer, got %q", text)
+		if r.Minimum != nil && r.Maximum != nil {
+			problem = fmt.Sprintf("must be an integer from %d to %d, got %q", *r.Minimum, *r.Maximum, text)
+			if r.GetClamp() {
+				problem = fmt.Sprintf("must be an integer (values outside %d-%d are clamped into it), got %q", *r.Minimum, *r.Maximum, text)
+			}
+		}
+		return fail(problem, p.Accepted())
 	}
 	n, _ := new(big.Int).SetString(strings.TrimPrefix(text, "+"), 10)
 	if ints := r.GetIntEnum(); len(ints) > 0 {

@@ -1397,7 +1397,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\vgranularity\x18\x02 \x01(\x05B\x18\x9a\xb5\x18\x14\x1a\f\xac\x02\x84\a\x90\x1c\xe0\xa8\x01\x80\xa3\x05:\x043600H\x01R\vgranularity\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\x0e\n" +
-	"\f_granularity\"\x81\x02\n" +
+	"\f_granularity\"\x92\x02\n" +
 	"\x12GetCandlesResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12 \n" +
 	"\vgranularity\x18\x02 \x01(\x05R\vgranularity\x12\x14\n" +
@@ -1405,31 +1405,31 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\acandles\x18\x04 \x03(\v2\x13.tollgate.v1.CandleR\acandles\x12=\n" +
 	"\n" +
 	"indicators\x18\x05 \x01(\v2\x1d.tollgate.v1.CandleIndicatorsR\n" +
-	"indicators\x12\x13\n" +
-	"\x05as_of\x18\x06 \x01(\tR\x04asOf\x12\x16\n" +
+	"indicators\x12$\n" +
+	"\x05as_of\x18\x06 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x16\n" +
 	"\x06source\x18\a \x01(\tR\x06source\"o\n" +
 	"\x12GetRugCheckRequest\x12Y\n" +
 	"\x04addr\x18\x01 \x01(\tBE\x9a\xb5\x18A\n" +
-	"\x13^0x[0-9a-fA-F]{40}$B*0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913R\x04addr\"\x80\x02\n" +
+	"\x13^0x[0-9a-fA-F]{40}$B*0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913R\x04addr\"\x91\x02\n" +
 	"\x13GetRugCheckResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12\x1b\n" +
 	"\x06symbol\x18\x03 \x01(\tH\x01R\x06symbol\x88\x01\x01\x12.\n" +
 	"\averdict\x18\x04 \x01(\x0e2\x14.tollgate.v1.VerdictR\averdict\x12\x14\n" +
 	"\x05flags\x18\x05 \x03(\tR\x05flags\x12.\n" +
-	"\x06checks\x18\x06 \x01(\v2\x16.tollgate.v1.RugChecksR\x06checks\x12\x13\n" +
-	"\x05as_of\x18\a \x01(\tR\x04asOfB\a\n" +
+	"\x06checks\x18\x06 \x01(\v2\x16.tollgate.v1.RugChecksR\x06checks\x12$\n" +
+	"\x05as_of\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOfB\a\n" +
 	"\x05_nameB\t\n" +
 	"\a_symbol\"\x12\n" +
-	"\x10GetWhalesRequest\"\x83\x01\n" +
-	"\x11GetWhalesResponse\x12\x13\n" +
-	"\x05as_of\x18\x01 \x01(\tR\x04asOf\x12%\n" +
+	"\x10GetWhalesRequest\"\x94\x01\n" +
+	"\x11GetWhalesResponse\x12$\n" +
+	"\x05as_of\x18\x01 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12%\n" +
 	"\x0etokens_scanned\x18\x02 \x01(\rR\rtokensScanned\x122\n" +
 	"\awallets\x18\x03 \x03(\v2\x18.tollgate.v1.WhaleWalletR\awallets\"U\n" +
 	"\x10GetSignalRequest\x125\n" +
 	"\aproduct\x18\x01 \x01(\tB\x16\x9a\xb5\x18\x12\x12\aETH-USD:\aETH-USDH\x00R\aproduct\x88\x01\x01B\n" +
 	"\n" +
-	"\b_product\"\xdd\x02\n" +
+	"\b_product\"\xee\x02\n" +
 	"\x11GetSignalResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12%\n" +
 	"\x04gate\x18\x02 \x01(\x0e2\x11.tollgate.v1.GateR\x04gate\x12+\n" +
@@ -1439,9 +1439,9 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\vema_gap_pct\x18\x06 \x01(\x01R\temaGapPct\x12E\n" +
 	"\n" +
 	"provenance\x18\a \x01(\v2\x1d.tollgate.v1.SignalProvenanceB\x06\x9a\xb5\x18\x02H\x01R\n" +
-	"provenance\x12\x13\n" +
-	"\x05as_of\x18\b \x01(\tR\x04asOf\"\x16\n" +
-	"\x14GetSignalPackRequest\"\xd8\x03\n" +
+	"provenance\x12$\n" +
+	"\x05as_of\x18\b \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\"\x16\n" +
+	"\x14GetSignalPackRequest\"\xe9\x03\n" +
 	"\x15GetSignalPackResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x14\n" +
 	"\x05close\x18\x02 \x01(\x01R\x05close\x12\x1e\n" +
@@ -1457,9 +1457,9 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\n" +
 	"confidence\x18\b \x01(\v2\x1c.tollgate.v1.ConfidenceBlockR\n" +
 	"confidence\x125\n" +
-	"\x06inputs\x18\t \x01(\v2\x1d.tollgate.v1.SignalPackInputsR\x06inputs\x12\x13\n" +
+	"\x06inputs\x18\t \x01(\v2\x1d.tollgate.v1.SignalPackInputsR\x06inputs\x12$\n" +
 	"\x05as_of\x18\n" +
-	" \x01(\tR\x04asOf\x12\x1e\n" +
+	" \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x1e\n" +
 	"\n" +
 	"disclaimer\x18\v \x01(\tR\n" +
 	"disclaimer\"l\n" +
@@ -1480,29 +1480,29 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\rwindow_blocks\x18\x01 \x01(\rR\fwindowBlocks\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12%\n" +
 	"\x0eunique_senders\x18\x03 \x01(\rR\runiqueSenders\x12)\n" +
-	"\x10unique_receivers\x18\x04 \x01(\rR\x0funiqueReceivers\"\x90\x01\n" +
+	"\x10unique_receivers\x18\x04 \x01(\rR\x0funiqueReceivers\"\xa1\x01\n" +
 	"\x10GetTokenResponse\x12,\n" +
 	"\x05token\x18\x01 \x01(\v2\x16.tollgate.v1.TokenInfoR\x05token\x129\n" +
-	"\ttransfers\x18\x02 \x01(\v2\x1b.tollgate.v1.TokenTransfersR\ttransfers\x12\x13\n" +
-	"\x05as_of\x18\x03 \x01(\tR\x04asOf\"\x12\n" +
-	"\x10GetRegimeRequest\"\xc5\x01\n" +
+	"\ttransfers\x18\x02 \x01(\v2\x1b.tollgate.v1.TokenTransfersR\ttransfers\x12$\n" +
+	"\x05as_of\x18\x03 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\"\x12\n" +
+	"\x10GetRegimeRequest\"\xd6\x01\n" +
 	"\x11GetRegimeResponse\x12+\n" +
 	"\x06regime\x18\x01 \x01(\x0e2\x13.tollgate.v1.RegimeR\x06regime\x12\x14\n" +
 	"\x05price\x18\x02 \x01(\x01R\x05price\x12\x14\n" +
 	"\x05ema10\x18\x03 \x01(\x01R\x05ema10\x12\x14\n" +
 	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\x12\x14\n" +
-	"\x05rsi14\x18\x05 \x01(\x01R\x05rsi14\x12\x13\n" +
-	"\x05as_of\x18\x06 \x01(\tR\x04asOf\x12\x16\n" +
+	"\x05rsi14\x18\x05 \x01(\x01R\x05rsi14\x12$\n" +
+	"\x05as_of\x18\x06 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x16\n" +
 	"\x06source\x18\a \x01(\tR\x06source\"\x11\n" +
-	"\x0fGetLanesRequest\"\x93\x02\n" +
+	"\x0fGetLanesRequest\"\xa4\x02\n" +
 	"\x10GetLanesResponse\x12>\n" +
 	"\x05lanes\x18\x01 \x03(\v2(.tollgate.v1.GetLanesResponse.LanesEntryR\x05lanes\x12!\n" +
 	"\ftotal_closes\x18\x02 \x01(\rR\vtotalCloses\x12\x14\n" +
 	"\x05chain\x18\x03 \x01(\tR\x05chain\x12\x1e\n" +
 	"\n" +
 	"disclaimer\x18\x04 \x01(\tR\n" +
-	"disclaimer\x12\x13\n" +
-	"\x05as_of\x18\x05 \x01(\tR\x04asOf\x1aQ\n" +
+	"disclaimer\x12$\n" +
+	"\x05as_of\x18\x05 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x1aQ\n" +
 	"\n" +
 	"LanesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
@@ -1513,7 +1513,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	" \x01(00\x01:\x0224H\x01R\apredLen\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\v\n" +
-	"\t_pred_len\"\xde\x01\n" +
+	"\t_pred_len\"\xef\x01\n" +
 	"\x13GetForecastResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x1d\n" +
 	"\n" +
@@ -1521,8 +1521,8 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\x06closes\x18\x03 \x03(\x01R\x06closes\x12.\n" +
 	"\x13expected_return_pct\x18\x04 \x01(\x01R\x11expectedReturnPct\x12\x19\n" +
 	"\bpred_len\x18\x05 \x01(\x05R\apredLen\x12\x16\n" +
-	"\x06cached\x18\x06 \x01(\bR\x06cached\x12\x13\n" +
-	"\x05as_of\x18\a \x01(\tR\x04asOf2\x9e\r\n" +
+	"\x06cached\x18\x06 \x01(\bR\x06cached\x12$\n" +
+	"\x05as_of\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf2\x9e\r\n" +
 	"\x10AnalyticsService\x12\xaf\x01\n" +
 	"\n" +
 	"GetCandles\x12\x1e.tollgate.v1.GetCandlesRequest\x1a\x1f.tollgate.v1.GetCandlesResponse\"`\x92\xb5\x18L\n" +

@@ -603,7 +603,7 @@ type Parameter struct {
 	Required bool   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
 	// JSON type: "string" or "integer".
 	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
-	// Accepted values, when the set is closed.
+	// Accepted values of a string parameter, when the set is closed.
 	Enum []string `protobuf:"bytes,5,rep,name=enum,proto3" json:"enum,omitempty"`
 	// Regular expression a value must match.
 	Pattern *string `protobuf:"bytes,6,opt,name=pattern,proto3,oneof" json:"pattern,omitempty"`
@@ -611,7 +611,9 @@ type Parameter struct {
 	Minimum *int32  `protobuf:"varint,8,opt,name=minimum,proto3,oneof" json:"minimum,omitempty"`
 	Maximum *int32  `protobuf:"varint,9,opt,name=maximum,proto3,oneof" json:"maximum,omitempty"`
 	// Out-of-range integers are clamped rather than rejected.
-	Clamp         bool `protobuf:"varint,10,opt,name=clamp,proto3" json:"clamp,omitempty"`
+	Clamp bool `protobuf:"varint,10,opt,name=clamp,proto3" json:"clamp,omitempty"`
+	// Accepted values of an integer parameter, when the set is closed.
+	IntEnum       []int32 `protobuf:"varint,11,rep,packed,name=int_enum,json=intEnum,proto3" json:"int_enum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -714,6 +716,13 @@ func (x *Parameter) GetClamp() bool {
 		return x.Clamp
 	}
 	return false
+}
+
+func (x *Parameter) GetIntEnum() []int32 {
+	if x != nil {
+		return x.IntEnum
+	}
+	return nil
 }
 
 // A free operation of the catalog.
@@ -1977,7 +1986,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x04demo\x18\a \x01(\tR\x04demo\x126\n" +
 	"\n" +
 	"parameters\x18\b \x03(\v2\x16.tollgate.v1.ParameterR\n" +
-	"parameters\"\xb5\x02\n" +
+	"parameters\"\xd0\x02\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02in\x18\x02 \x01(\tR\x02in\x12\x1a\n" +
@@ -1989,7 +1998,8 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\aminimum\x18\b \x01(\x05H\x02R\aminimum\x88\x01\x01\x12\x1d\n" +
 	"\amaximum\x18\t \x01(\x05H\x03R\amaximum\x88\x01\x01\x12\x14\n" +
 	"\x05clamp\x18\n" +
-	" \x01(\bR\x05clampB\n" +
+	" \x01(\bR\x05clamp\x12\x19\n" +
+	"\bint_enum\x18\v \x03(\x05R\aintEnumB\n" +
 	"\n" +
 	"\b_patternB\n" +
 	"\n" +
@@ -2039,9 +2049,9 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\anetwork\x18\x04 \x01(\tR\anetwork\x12\x1b\n" +
 	"\tmime_type\x18\x05 \x01(\tR\bmimeType\x12 \n" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\"\x13\n" +
-	"\x11GetMetricsRequest\"\x9d\x01\n" +
-	"\x12GetMetricsResponse\x12\x13\n" +
-	"\x05as_of\x18\x01 \x01(\tR\x04asOf\x125\n" +
+	"\x11GetMetricsRequest\"\xae\x01\n" +
+	"\x12GetMetricsResponse\x12$\n" +
+	"\x05as_of\x18\x01 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x125\n" +
 	"\x06totals\x18\x02 \x01(\v2\x1d.tollgate.v1.EndpointCountersR\x06totals\x12;\n" +
 	"\tendpoints\x18\x03 \x03(\v2\x1d.tollgate.v1.EndpointCountersR\tendpoints\"\xb9\x01\n" +
 	"\x10EndpointCounters\x12\x12\n" +

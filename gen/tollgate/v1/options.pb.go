@@ -126,7 +126,9 @@ type Field struct {
 	// Example value, as text.
 	Example string `protobuf:"bytes,8,opt,name=example,proto3" json:"example,omitempty"`
 	// The message-typed field may be JSON null.
-	Nullable      bool `protobuf:"varint,9,opt,name=nullable,proto3" json:"nullable,omitempty"`
+	Nullable bool `protobuf:"varint,9,opt,name=nullable,proto3" json:"nullable,omitempty"`
+	// JSON Schema format of a string, e.g. "date-time" (RFC 3339).
+	Format        string `protobuf:"bytes,10,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +226,13 @@ func (x *Field) GetNullable() bool {
 	return false
 }
 
+func (x *Field) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 var file_tollgate_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.EnumValueOptions)(nil),
@@ -281,7 +290,7 @@ const file_tollgate_v1_options_proto_rawDesc = "" +
 	"\tprice_usd\x18\x02 \x01(\tR\bpriceUsd\x12\x18\n" +
 	"\asummary\x18\x03 \x01(\tR\asummary\x12!\n" +
 	"\fcontent_type\x18\x04 \x01(\tR\vcontentType\x12!\n" +
-	"\funwrap_oneof\x18\x05 \x01(\tR\vunwrapOneof\"\x8c\x02\n" +
+	"\funwrap_oneof\x18\x05 \x01(\tR\vunwrapOneof\"\xa4\x02\n" +
 	"\x05Field\x12\x18\n" +
 	"\apattern\x18\x01 \x01(\tR\apattern\x12\x12\n" +
 	"\x04enum\x18\x02 \x03(\tR\x04enum\x12\x19\n" +
@@ -291,7 +300,9 @@ const file_tollgate_v1_options_proto_rawDesc = "" +
 	"\x05clamp\x18\x06 \x01(\bR\x05clamp\x12\x18\n" +
 	"\adefault\x18\a \x01(\tR\adefault\x12\x18\n" +
 	"\aexample\x18\b \x01(\tR\aexample\x12\x1a\n" +
-	"\bnullable\x18\t \x01(\bR\bnullableB\n" +
+	"\bnullable\x18\t \x01(\bR\bnullable\x12\x16\n" +
+	"\x06format\x18\n" +
+	" \x01(\tR\x06formatB\n" +
 	"\n" +
 	"\b_minimumB\n" +
 	"\n" +

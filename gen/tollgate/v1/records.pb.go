@@ -1748,28 +1748,28 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x05score\x18\x01 \x01(\x05B\b\x9a\xb5\x18\x04 \x00(\x04R\x05score\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x05R\x03max\x12\x14\n" +
 	"\x05agree\x18\x03 \x03(\tR\x05agree\x12\x1a\n" +
-	"\bdisagree\x18\x04 \x03(\tR\bdisagree\"\x91\x03\n" +
+	"\bdisagree\x18\x04 \x03(\tR\bdisagree\"\xb3\x03\n" +
 	"\x10SignalPackInputs\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1c\n" +
 	"\tsynthetic\x18\x02 \x01(\bR\tsynthetic\x12\x18\n" +
 	"\aproduct\x18\x03 \x01(\tR\aproduct\x12 \n" +
 	"\vgranularity\x18\x04 \x01(\x05R\vgranularity\x12!\n" +
 	"\fwindow_hours\x18\x05 \x01(\x05R\vwindowHours\x12\x16\n" +
-	"\x06closes\x18\x06 \x01(\x05R\x06closes\x12!\n" +
-	"\ffirst_candle\x18\a \x01(\tR\vfirstCandle\x12\x1f\n" +
-	"\vlast_candle\x18\b \x01(\tR\n" +
+	"\x06closes\x18\x06 \x01(\x05R\x06closes\x122\n" +
+	"\ffirst_candle\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\vfirstCandle\x120\n" +
+	"\vlast_candle\x18\b \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\n" +
 	"lastCandle\x12M\n" +
 	"\n" +
 	"thresholds\x18\t \x03(\v2-.tollgate.v1.SignalPackInputs.ThresholdsEntryR\n" +
 	"thresholds\x1a=\n" +
 	"\x0fThresholdsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"a\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"r\n" +
 	"\n" +
 	"LaneRecord\x12\x16\n" +
-	"\x06closes\x18\x01 \x01(\rR\x06closes\x12;\n" +
+	"\x06closes\x18\x01 \x01(\rR\x06closes\x12L\n" +
 	"\n" +
-	"last_close\x18\x02 \x01(\v2\x1c.google.protobuf.StringValueR\tlastClose*v\n" +
+	"last_close\x18\x02 \x01(\v2\x1c.google.protobuf.StringValueB\x0f\x9a\xb5\x18\vR\tdate-timeR\tlastClose*v\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\fVERDICT_PASS\x10\x01\x1a\b\x8a\xb5\x18\x04PASS\x12\x1a\n" +
