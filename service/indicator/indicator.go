@@ -84,6 +84,68 @@ func RSI(x []float64, n int) []float64 {
 	return out
 }
 
+// EMATail returns the last k values of EMA(x, n) without building the
+// whole series (NaN where EMA is not defined).
+func EMATail(x []float64, n, k int) []float64 {
+	out := nanSlice(k)
+	if n < 1 || len(x) < n || k < 1 {
+		return out
+	}
+	kk := 2 / float64(n+1)
+	var sum float64
+	for _, v := range x[:n] {
+		sum += v
+	}
+	prev := sum / float64(n)
+	put := func(i int, v float64) {
+		if j := i - (len(x) - k); j >= 0 {
+			out[j] = v
+		}
+	}
+	put(n-1, prev)
+	a := 1 - kk
+	for i := n; i < len(x); i++ {
+		prev = prev*a + x[i]*kk
+		put(i, prev)
+	}
+	return out
+}
+
+// RSITail returns the last k values of RSI(x, n) without building the
+// whole series (NaN where RSI is not defined).
+func RSITail(x []float64, n, k int) []float64 {
+	out := nanSlice(k)
+	if n < 1 || len(x) <= n || k < 1 {
+		return out
+	}
+	var gain, loss float64
+	for i := 1; i <= n; i++ {
+		d := x[i] - x[i-1]
+		if d > 0 {
+			gain += d
+		} else {
+			loss -= d
+		}
+	}
+	gain /= float64(n)
+	loss /= float64(n)
+	first := len(x) - k
+	if n >= first {
+		out[n-first] = rsi(gain, loss)
+	}
+	a, b := float64(n-1)/float64(n), 1/float64(n)
+	for i := n + 1; i < len(x); i++ {
+		d := x[i] - x[i-1]
+		ad := math.Abs(d)
+		gain = gain*a + (d+ad)*0.5*b
+		loss = loss*a + (ad-d)*0.5*b
+		if i >= first {
+			out[i-first] = rsi(gain, loss)
+		}
+	}
+	return out
+}
+
 func rsi(gain, loss float64) float64 {
 	if gain+loss == 0 {
 		return 0
@@ -91,14 +153,19 @@ func rsi(gain, loss float64) float64 {
 	return 100 * gain / (gain + loss)
 }
 
-// LogReturns returns ln(x[i]/x[i-1]) for i >= 1 (one shorter than x).
+// LogReturns returns ln(x[i]/x[i-1]) for i >= 1 (one shorter than x),
+// computed as ln(x[i]) - ln(x[i-1]) so each close takes one logarithm and
+// no division (the two forms agree to about 1e-16 absolute).
 func LogReturns(x []float64) []float64 {
 	if len(x) < 2 {
 		return nil
 	}
 	out := make([]float64, len(x)-1)
+	prev := math.Log(x[0])
 	for i := 1; i < len(x); i++ {
-		out[i-1] = math.Log(x[i] / x[i-1])
+		cur := math.Log(x[i])
+		out[i-1] = cur - prev
+		prev = cur
 	}
 	return out
 }

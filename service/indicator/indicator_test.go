@@ -103,6 +103,34 @@ func compare(t *testing.T, name string, n int, x, got []float64, ref func([]floa
 	}
 }
 
+// TestTails: the tail variants are the last values of the full series.
+func TestTails(t *testing.T) {
+	t.Parallel()
+	for name, x := range fixtures() {
+		for _, k := range []int{1, 4, 25} {
+			for _, n := range []int{10, 30} {
+				full, tail := indicator.EMA(x, n), indicator.EMATail(x, n, k)
+				sameTail(t, name+" EMA", full, tail)
+			}
+			sameTail(t, name+" RSI", indicator.RSI(x, 14), indicator.RSITail(x, 14, k))
+		}
+	}
+}
+
+func sameTail(t *testing.T, name string, full, tail []float64) {
+	t.Helper()
+	for j := range tail {
+		i := len(full) - len(tail) + j
+		want := math.NaN()
+		if i >= 0 {
+			want = full[i]
+		}
+		if !(tail[j] == want || math.IsNaN(tail[j]) && math.IsNaN(want)) {
+			t.Errorf("%s: tail[%d] = %v, full[%d] = %v", name, j, tail[j], i, want)
+		}
+	}
+}
+
 func TestRSIFlatIsZeroAsTALib(t *testing.T) {
 	t.Parallel()
 	r := indicator.RSI(slices.Repeat([]float64{7}, 30), 14)
@@ -121,7 +149,7 @@ func TestRealizedVol(t *testing.T) {
 	t.Parallel()
 	x := fixtures()["walk720"]
 	r := indicator.LogReturns(x)
-	if len(r) != len(x)-1 || math.Abs(r[5]-math.Log(x[6]/x[5])) > 1e-15 {
+	if len(r) != len(x)-1 || math.Abs(r[5]-math.Log(x[6]/x[5])) > 1e-14 {
 		t.Fatalf("LogReturns: len %d r[5] %v", len(r), r[5])
 	}
 	if indicator.LogReturns(x[:1]) != nil {

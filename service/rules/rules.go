@@ -115,11 +115,12 @@ func Analyze(closes []float64) (Snapshot, error) {
 			return Snapshot{}, fmt.Errorf("%w: closes[%d] = %v", ErrBadClose, i, c)
 		}
 	}
-	fast := indicator.EMA(closes, EMAFast)
-	slow := indicator.EMA(closes, EMASlow)
-	rsi := indicator.RSI(closes, RSIPeriod)
+	// Only the last SlopeBars+1 values of each indicator are needed.
+	fast := indicator.EMATail(closes, EMAFast, SlopeBars+1)
+	slow := indicator.EMATail(closes, EMASlow, SlopeBars+1)
+	rsi := indicator.RSITail(closes, RSIPeriod, SlopeBars+1)
 	gap := func(i int) float64 { return (fast[i] - slow[i]) / slow[i] * 100 }
-	last, prev := n-1, n-1-SlopeBars
+	last, prev := SlopeBars, 0
 	return Snapshot{
 		Close:     closes[last],
 		EMAFast:   fast[last],
