@@ -1,0 +1,351 @@
+// Package devnet runs Tollgate's embedded development chain: go-ethereum's
+// simulated backend with chain id 8453 (Base's), a block for every
+// transaction as it arrives, a standard Ethereum JSON-RPC endpoint, the
+// devnet USD token (FiatToken-compatible EIP-3009, "USD Coin" version "2",
+// 6 decimals) deployed, and the ten well-known test accounts funded with
+// ETH and 1,000 USD each.
+//
+// Production code never imports devnet: the facilitator and the chain
+// readers reach it through its JSON-RPC endpoint like any node. Only cmd
+// (devnet mode) and tests start it.
+package devnet
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	_ "embed" // the compiled token artifact
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth"
+	"github.com/ethereum/go-ethereum/eth/catalyst"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/eth/filters"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/p2p"
+	"github.com/ethereum/go-ethereum/params"
+	"github.com/ethereum/go-ethereum/rpc"
+)
+
+// ChainID is the devnet's chain id: Base mainnet's, so signatures and
+// CAIP-2 names are those of production.
+const ChainID = 8453
+
+// Roles of the test accounts.
+const (
+	PayerAccount       = 0 // default key of `tollgate pay`
+	PayToAccount       = 1 // receives payments
+	FacilitatorAccount = 9 // deploys the token and pays settlement gas
+	accounts           = 10
+)
+
+// Token facts, as Base's USDC.
+const (
+	TokenName     = "USD Coin"
+	TokenSymbol   = "USDC"
+	TokenVersion  = "2"
+	TokenDecimals = 6
+)
+
+//go:embed artifacts/USDToken.json
+var tokenArtifact []byte
+
+// Artifact is a compiled contract (devnet/contracts/compile.js output).
+type Artifact struct {
+	Compiler         string          `json:"compiler"`
+	ABI              json.RawMessage `json:"abi"`
+	Bytecode         string          `json:"bytecode"`
+	DeployedBytecode string          `json:"deployedBytecode"`
+}
+
+// TokenArtifact returns the compiled devnet USD token.
+func TokenArtifact() (Artifact, abi.ABI, error) {
+	var a Artifact
+	if err := json.Unmarshal(tokenArtifact, &a); err != nil {
+		return a, abi.ABI{}, err
+	}
+	parsed, err := abi.JSON(bytes.NewReader(a.ABI))
+	return a, parsed, err
+}
+
+// Account is a funded test account.
+type Account struct {
+	Address common.Address
+	Key     *ecdsa.PrivateKey
+}
+
+// Chain is a running devnet.
+type Chain struct {
+	node     *node.Node
+	beacon   *catalyst.SimulatedBeacon
+	client   *ethclient.Client
+	rpc      *rpc.Server
+	mu       sync.Mutex // serializes block production
+	srv      *http.Server
+	url      string
+	stop     chan struct{}
+	done     chan struct{}
+	Token    common.Address
+	Accounts []Account
+}
+
+// Start runs a devnet whose JSON-RPC endpoint serves on lis, and returns
+// once the token is deployed and every account funded.
+func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
+	c := &Chain{stop: make(chan struct{}), done: make(chan struct{})}
+	alloc := types.GenesisAlloc{}
+	ethFunds := new(big.Int).Mul(big.NewInt(10_000), big.NewInt(params.Ether))
+	for i := range uint32(accounts) {
+		key, err := DeriveKey(Mnemonic, i)
+		if err != nil {
+			return nil, err
+		}
+		a := Account{Address: crypto.PubkeyToAddress(key.PublicKey), Key: key}
+		c.Accounts = append(c.Accounts, a)
+		alloc[a.Address] = types.Account{Balance: ethFunds}
+	}
+	if err := c.startNode(alloc); err != nil {
+		return nil, fmt.Errorf("devnet: %w", err)
+	}
+	if err := c.deployToken(ctx); err != nil {
+		c.closeNode()
+		return nil, fmt.Errorf("devnet: deploy token: %w", err)
+	}
+	c.url = "http://" + lis.Addr().String()
+	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = c.srv.Serve(lis) }()
+	go c.heartbeat()
+	return c, nil
+}
+
+// startNode assembles what go-ethereum's ethclient/simulated backend
+// assembles (an in-memory node, the eth service with every fork active,
+// the filter API and the simulated beacon that seals blocks on demand),
+// keeping the node so its JSON-RPC handler can be served, and with chain
+// id 8453 (the shared dev chain config is copied, never mutated).
+func (c *Chain) startNode(alloc types.GenesisAlloc) error {
+	nodeConf := node.DefaultConfig
+	nodeConf.DataDir = ""
+	nodeConf.P2P = p2p.Config{NoDiscovery: true}
+	genesisAlloc := core.SystemContractAllocs()
+	for a, acct := range alloc {
+		genesisAlloc[a] = acct
+	}
+	chainCfg := *params.AllDevChainProtocolChanges
+	chainCfg.ChainID = big.NewInt(ChainID)
+	ethConf := ethconfig.Defaults
+	ethConf.Genesis = &core.Genesis{Config: &chainCfg, GasLimit: ethconfig.Defaults.Miner.GasCeil, Alloc: genesisAlloc}
+	ethConf.NetworkId = ChainID
+	ethConf.SyncMode = ethconfig.FullSync
+	ethConf.TxPool.NoLocals = true
+	stack, err := node.New(&nodeConf)
+	if err != nil {
+		return err
+	}
+	backend, err := eth.New(stack, &ethConf)
+	if err != nil {
+		stack.Close()
+		return err
+	}
+	fs := filters.NewFilterSystem(backend.APIBackend, filters.Config{})
+	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(fs)}})
+	if err := stack.Start(); err != nil {
+		stack.Close()
+		return err
+	}
+	beacon, err := catalyst.NewSimulatedBeacon(0, common.Address{}, backend)
+	if err == nil {
+		err = beacon.Fork(backend.BlockChain().GetCanonicalHash(0))
+	}
+	if err != nil {
+		stack.Close()
+		return err
+	}
+	h, err := stack.RPCHandler()
+	if err != nil {
+		stack.Close()
+		return err
+	}
+	c.node, c.beacon, c.rpc, c.client = stack, beacon, h, ethclient.NewClient(stack.Attach())
+	return nil
+}
+
+func (c *Chain) closeNode() error {
+	c.client.Close()
+	return errors.Join(c.beacon.Stop(), c.node.Close())
+}
+
+// URL returns the JSON-RPC endpoint.
+func (c *Chain) URL() string { return c.url }
+
+// Account returns test account i.
+func (c *Chain) Account(i int) Account { return c.Accounts[i] }
+
+// Close stops the RPC endpoint and the chain.
+func (c *Chain) Close() error {
+	close(c.stop)
+	<-c.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := c.srv.Shutdown(ctx)
+	return errors.Join(err, c.closeNode())
+}
+
+// ServeHTTP serves JSON-RPC; a request that sends a transaction is
+// answered after the block holding it is sealed, so its receipt exists by
+// the time the sender has the hash.
+func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte("eth_sendRawTransaction")) {
+		c.rpc.ServeHTTP(w, r)
+		return
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	c.rpc.ServeHTTP(rec, r)
+	c.mine()
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.status)
+	_, _ = w.Write(rec.body.Bytes())
+}
+
+// mine seals the pending transactions into a block.
+func (c *Chain) mine() {
+	c.mu.Lock()
+	c.beacon.Commit()
+	c.mu.Unlock()
+}
+
+// heartbeat seals an empty block whenever the head is 2 s behind the wall
+// clock, as Base does, so eth_call sees a current block.timestamp (EIP-3009
+// time windows are checked against it).
+func (c *Chain) heartbeat() {
+	defer close(c.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case now := <-t.C:
+			head, err := c.client.HeaderByNumber(context.Background(), nil)
+			if err == nil && now.Unix()-int64(head.Time) >= 2 {
+				c.mine()
+			}
+		}
+	}
+}
+
+func (c *Chain) deployToken(ctx context.Context) error {
+	art, parsed, err := TokenArtifact()
+	if err != nil {
+		return err
+	}
+	ctor, err := parsed.Pack("", TokenName, TokenSymbol)
+	if err != nil {
+		return err
+	}
+	deployer := c.Accounts[FacilitatorAccount]
+	code := append(common.FromHex(art.Bytecode), ctor...)
+	rcpt, err := c.send(ctx, deployer, nil, code)
+	if err != nil {
+		return err
+	}
+	c.Token = rcpt.ContractAddress
+	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(TokenDecimals), nil)
+	amount := new(big.Int).Mul(big.NewInt(1_000), unit)
+	for _, a := range c.Accounts {
+		data, err := parsed.Pack("mint", a.Address, amount)
+		if err != nil {
+			return err
+		}
+		if _, err := c.send(ctx, deployer, &c.Token, data); err != nil {
+			return fmt.Errorf("mint to %s: %w", a.Address, err)
+		}
+	}
+	return nil
+}
+
+// send signs and sends a transaction from a, mines it and returns its
+// successful receipt.
+func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []byte) (*types.Receipt, error) {
+	cl := c.client
+	nonce, err := cl.PendingNonceAt(ctx, a.Address)
+	if err != nil {
+		return nil, err
+	}
+	gas, err := cl.EstimateGas(ctx, ethereum.CallMsg{From: a.Address, To: to, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	tx, err := types.SignNewTx(a.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
+		ChainID: big.NewInt(ChainID), Nonce: nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas * 12 / 10, To: to, Data: data,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.SendTransaction(ctx, tx); err != nil {
+		return nil, err
+	}
+	c.mine()
+	rcpt, err := cl.TransactionReceipt(ctx, tx.Hash())
+	if err != nil {
+		return nil, err
+	}
+	if rcpt.Status != types.ReceiptStatusSuccessful {
+		return nil, fmt.Errorf("transaction %s reverted", tx.Hash())
+	}
+	return rcpt, nil
+}
+
+// Banner describes the devnet for the operator's console.
+func (c *Chain) Banner(publicURL string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "DEVNET — an in-process test chain, not Base. Nothing here is real money.\n")
+	fmt.Fprintf(&b, "  chain id     %d (JSON-RPC %s)\n", ChainID, c.url)
+	fmt.Fprintf(&b, "  USD token    %s (%q version %q, %d decimals)\n", c.Token.Hex(), TokenName, TokenVersion, TokenDecimals)
+	fmt.Fprintf(&b, "  payTo        %s (test account #%d)\n", c.Accounts[PayToAccount].Address.Hex(), PayToAccount)
+	fmt.Fprintf(&b, "  facilitator  %s (test account #%d pays settlement gas)\n", c.Accounts[FacilitatorAccount].Address.Hex(), FacilitatorAccount)
+	fmt.Fprintf(&b, "  accounts     #0-#9 of %q, 10,000 ETH and 1,000 USD each\n", Mnemonic)
+	fmt.Fprintf(&b, "  try          go run ./cmd/tollgate pay %s/regime\n", strings.TrimSuffix(publicURL, "/"))
+	return b.String()
+}
+
+// recorder buffers a response.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) WriteHeader(s int)           { r.status = s }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }

@@ -1,0 +1,481 @@
+// Package payment enforces x402 (HTTP 402 pay-per-call) in front of the
+// REST gateway: the Gate answers unpaid calls to paid routes with the
+// payment requirements (v1 body and v2 PAYMENT-REQUIRED header), and runs a
+// paid call only after its payment verified, settling it only if the
+// handler succeeded and releasing the body only after the settlement is in
+// the ledger. Facilitator is the verifier/settler it declares: *Local does
+// the exact-EVM scheme itself on a chain (EIP-3009 on go-ethereum), *Client
+// asks a remote facilitator. Ledger is the durable record it declares.
+//
+// payment knows nothing of protobuf, gRPC or the analytics: routes, prices
+// and parameter checks are handed to it.
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+)
+
+// Route is one paid operation.
+type Route struct {
+	// Name is the operation's catalog name, e.g. "regime".
+	Name string
+	// Pattern is its net/http pattern, e.g. "GET /rugcheck/{addr}".
+	Pattern string
+	// PriceUSD is the exact decimal price of one call.
+	PriceUSD string
+	// Description is shown to payers.
+	Description string
+	// Valid reports whether the request's parameters are acceptable; an
+	// invalid request is passed to the handler unpaid, which refuses it
+	// with 400, so bad input never meets payment logic.
+	Valid func(*http.Request) bool
+}
+
+// GateConfig is the payment side of the deployment.
+type GateConfig struct {
+	// PublicURL is the base of the absolute resource URLs.
+	PublicURL string
+	// Network is the CAIP-2 chain, "eip155:8453"; NetworkV1 its x402 v1 name, "base".
+	Network   string
+	NetworkV1 string
+	ChainID   *big.Int
+	// Asset is the EIP-3009 token paid in, with its EIP-712 domain and decimals.
+	Asset        common.Address
+	AssetName    string
+	AssetVersion string
+	Decimals     int
+	// PayTo receives the payments.
+	PayTo common.Address
+	// MaxTimeout is the validity window asked of authorizations, seconds.
+	MaxTimeout int
+	// SettleTimeout bounds verify-to-settle work done after the handler.
+	SettleTimeout time.Duration
+}
+
+// Validate reports every problem of c at once.
+func (c GateConfig) Validate() error {
+	var errs []error
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+		errs = append(errs, fmt.Errorf("gate: public URL %q is not absolute", c.PublicURL))
+	}
+	if c.Network == "" || c.NetworkV1 == "" || c.ChainID == nil {
+		errs = append(errs, errors.New("gate: network, v1 network name and chain id are required"))
+	}
+	if c.Asset == (common.Address{}) || c.AssetName == "" || c.AssetVersion == "" || c.Decimals <= 0 {
+		errs = append(errs, errors.New("gate: asset address, EIP-712 name and version, and decimals are required"))
+	}
+	if c.PayTo == (common.Address{}) {
+		errs = append(errs, errors.New("gate: payTo is required"))
+	}
+	if c.MaxTimeout <= 0 || c.SettleTimeout <= 0 {
+		errs = append(errs, errors.New("gate: max timeout and settle timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Gate is the x402 interceptor.
+type Gate struct {
+	cfg         GateConfig
+	routes      []*route
+	facilitator Facilitator
+	ledger      Ledger
+	logger      *slog.Logger
+	base        string
+}
+
+type route struct {
+	Route
+	amount     *big.Int
+	challenges atomic.Uint64
+}
+
+// NewGate returns the interceptor for routes; it does no I/O.
+func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, logger *slog.Logger) (*Gate, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Gate{cfg: cfg, facilitator: f, ledger: l, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/")}
+	for _, r := range routes {
+		amount, err := AtomicAmount(r.PriceUSD, cfg.Decimals)
+		if err != nil {
+			return nil, fmt.Errorf("gate: route %s: %w", r.Name, err)
+		}
+		g.routes = append(g.routes, &route{Route: r, amount: amount})
+	}
+	return g, nil
+}
+
+// Handler returns next guarded by x402: free routes pass through; paid
+// routes are verified before next runs and settled only if it succeeds.
+func (g *Gate) Handler(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range g.routes {
+		mux.Handle(rt.Pattern, g.paid(rt, next))
+	}
+	mux.Handle("/", next)
+	return cors(mux)
+}
+
+// cors lets browser clients pay: the payment headers are exposed and may
+// be sent.
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", HeaderPaymentRequired+", "+HeaderPaymentResponseV2+", "+HeaderPaymentResponseV1)
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", HeaderPaymentV1+", "+HeaderPaymentV2+", Content-Type")
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rt.Valid(r) {
+			next.ServeHTTP(w, r) // the handler answers 400; nothing is charged
+			return
+		}
+		req := g.requirement(rt, r)
+		header, version := r.Header.Get(HeaderPaymentV2), 2
+		if header == "" {
+			header, version = r.Header.Get(HeaderPaymentV1), 1
+		}
+		if header == "" {
+			rt.challenges.Add(1)
+			g.challenge(w, req, &VerifyError{Reason: "payment_required", Message: "payment required: send " + HeaderPaymentV2 + " (x402 v2) or " + HeaderPaymentV1 + " (x402 v1)"})
+			return
+		}
+		p, err := decodeHeader(header, version)
+		if err == nil {
+			err = match(p, req)
+		}
+		if err != nil {
+			g.refuse(r.Context(), w, rt, req, p, err)
+			return
+		}
+		g.serve(w, r, rt, req, p, next)
+	})
+}
+
+// match checks a payment against our requirement before anyone is asked.
+func match(p *Payment, req *Requirement) error {
+	if p.Version == 1 {
+		if p.Scheme != "exact" || p.Network != req.NetworkV1 {
+			return &VerifyError{Reason: ReasonNoMatch, Message: fmt.Sprintf("no requirement for scheme %q on %q; want exact on %s", p.Scheme, p.Network, req.NetworkV1)}
+		}
+		return nil
+	}
+	want, got := req.V2(), *p.Accepted
+	if got.Scheme != want.Scheme || got.Network != want.Network || got.Amount != want.Amount ||
+		!strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo) {
+		return &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
+	}
+	return nil
+}
+
+// serve runs a matched payment: claim, verify, handler, settle, record,
+// respond.
+func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, next http.Handler) {
+	a := p.Authorization
+	rec := Record{
+		Network: req.Network, Asset: req.Asset.Hex(), Payer: a.From.Hex(), Nonce: hexutil.Encode(a.Nonce[:]),
+		Operation: rt.Name, Resource: r.URL.RequestURI(), Amount: req.Amount.String(), Version: p.Version,
+		ValidBefore: clampInt64(a.ValidBefore),
+	}
+	// Settlement and its record must survive a client that goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.cfg.SettleTimeout)
+	defer cancel()
+
+	existing, err := g.ledger.Claim(ctx, rec)
+	if errors.Is(err, ErrClaimed) {
+		g.claimed(w, r, rt, req, p, existing, next)
+		return
+	}
+	if err != nil {
+		g.logger.ErrorContext(ctx, "ledger claim failed", "err", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+		return
+	}
+	v, err := g.facilitator.Verify(ctx, p, req)
+	if err != nil {
+		g.finish(ctx, rec, StateReleased, "", ReasonUnexpectedVerify)
+		g.logger.ErrorContext(ctx, "facilitator verify failed", "op", rt.Name, "err", err)
+		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
+		return
+	}
+	if !v.Valid {
+		g.finish(ctx, rec, StateFailed, "", v.Reason)
+		g.challenge(w, req, &VerifyError{Reason: v.Reason, Message: v.Message, Payer: a.From.Hex()})
+		return
+	}
+
+	buf := newBuffer()
+	next.ServeHTTP(buf, r)
+	if buf.status >= http.StatusBadRequest { // never charge for a failure
+		g.finish(ctx, rec, StateReleased, "", fmt.Sprintf("handler status %d", buf.status))
+		buf.writeTo(w)
+		return
+	}
+
+	s, err := g.facilitator.Settle(ctx, p, req)
+	switch {
+	case err != nil:
+		g.finish(ctx, rec, StateFailed, "", ReasonUnexpectedSettle)
+		g.logger.ErrorContext(ctx, "facilitator settle failed", "op", rt.Name, "err", err)
+		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed to settle; nothing was charged, retry later")
+	case s.Pending:
+		g.finish(ctx, rec, StatePending, s.Tx.Hex(), s.Reason)
+		g.settleFailed(w, req, p, s)
+	case !s.Success:
+		g.finish(ctx, rec, StateFailed, "", s.Reason)
+		g.settleFailed(w, req, p, s)
+	default:
+		if err := g.ledger.Finish(ctx, withOutcome(rec, StateSettled, s.Tx.Hex(), "")); err != nil {
+			// Settled on chain but not recorded: do not hand out the body
+			// unrecorded; the payer can retry the same payment, which the
+			// chain now refuses... so log loudly for reconciliation.
+			g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", s.Tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+			writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "settled but the ledger is unavailable; retry the same request to receive the response")
+			return
+		}
+		g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", s.Tx.Hex())
+		setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: s.Tx.Hex(), Payer: a.From.Hex()})
+		buf.writeTo(w)
+	}
+}
+
+// claimed answers a payment whose key is already in the ledger: a retry of
+// a settled payment for the same resource, still within its validity, is
+// answered again without a second charge; anything else is refused.
+func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, existing Record, next http.Handler) {
+	now := time.Now().Unix()
+	switch {
+	case existing.State == StateSettled && existing.Resource == r.URL.RequestURI() && now < existing.ValidBefore:
+		buf := newBuffer()
+		next.ServeHTTP(buf, r)
+		if buf.status < http.StatusBadRequest {
+			setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: existing.Tx, Payer: existing.Payer})
+		}
+		buf.writeTo(w)
+	case existing.State == StateSettled:
+		g.challenge(w, req, &VerifyError{Reason: ReasonAuthorizationReplayed, Message: "this authorization already paid for " + existing.Resource, Payer: existing.Payer})
+	case existing.State == StatePending:
+		g.challenge(w, req, &VerifyError{Reason: ReasonSettlementPending, Message: "this payment's settlement " + existing.Tx + " is still pending", Payer: existing.Payer})
+	default:
+		g.challenge(w, req, &VerifyError{Reason: ReasonPaymentInFlight, Message: "this payment is already being processed by another request", Payer: existing.Payer})
+	}
+}
+
+func (g *Gate) finish(ctx context.Context, rec Record, state, tx, reason string) {
+	if err := g.ledger.Finish(ctx, withOutcome(rec, state, tx, reason)); err != nil {
+		g.logger.ErrorContext(ctx, "ledger finish failed", "state", state, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+	}
+}
+
+func withOutcome(rec Record, state, tx, reason string) Record {
+	rec.State, rec.Tx, rec.Reason = state, tx, reason
+	return rec
+}
+
+// refuse answers a payment refused before any claim, and records it.
+func (g *Gate) refuse(ctx context.Context, w http.ResponseWriter, rt *route, req *Requirement, p *Payment, err error) {
+	var ve *VerifyError
+	if !errors.As(err, &ve) {
+		ve = &VerifyError{Reason: ReasonInvalidPayload, Message: err.Error()}
+	}
+	at := Attempt{Time: time.Now(), Operation: rt.Name, Reason: ve.Reason}
+	if p != nil {
+		at.Payer, at.Nonce = p.Authorization.From.Hex(), hexutil.Encode(p.Authorization.Nonce[:])
+	}
+	if lerr := g.ledger.Refused(ctx, at); lerr != nil {
+		g.logger.WarnContext(ctx, "ledger: refused payment not recorded", "err", lerr)
+	}
+	g.challenge(w, req, ve)
+}
+
+// requirement is what r must pay.
+func (g *Gate) requirement(rt *route, r *http.Request) *Requirement {
+	return &Requirement{
+		Network: g.cfg.Network, NetworkV1: g.cfg.NetworkV1, ChainID: g.cfg.ChainID,
+		Asset: g.cfg.Asset, AssetName: g.cfg.AssetName, AssetVersion: g.cfg.AssetVersion,
+		PayTo: g.cfg.PayTo, Amount: rt.amount, MaxTimeout: g.cfg.MaxTimeout,
+		Resource: g.base + r.URL.RequestURI(), Description: rt.Description, MimeType: "application/json",
+	}
+}
+
+// challenge writes a 402: the v1 body and the v2 PAYMENT-REQUIRED header,
+// both carrying the requirement and why payment is (still) required.
+func (g *Gate) challenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {
+	v1 := RequiredV1{
+		X402Version: 1,
+		Error:       why.Reason,
+		Payer:       why.Payer,
+		Accepts: []RequirementsV1{{
+			Scheme: "exact", Network: req.NetworkV1, MaxAmountRequired: req.Amount.String(), Resource: req.Resource,
+			Description: req.Description, MimeType: req.MimeType, PayTo: req.PayTo.Hex(),
+			MaxTimeoutSeconds: req.MaxTimeout, Asset: req.Asset.Hex(),
+			Extra: Extra{Name: req.AssetName, Version: req.AssetVersion},
+			OutputSchema: map[string]any{
+				"input":  map[string]any{"type": "http", "method": "GET", "discoverable": true},
+				"output": map[string]any{"type": "json"},
+			},
+		}},
+	}
+	v2 := RequiredV2{
+		X402Version: 2,
+		Error:       why.Reason,
+		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
+		Accepts:     []RequirementsV2{req.V2()},
+		Extensions:  map[string]any{"bazaar": bazaar(req)},
+	}
+	if why.Message != "" && why.Reason != "payment_required" {
+		v1.Error = why.Reason + ": " + why.Message
+	}
+	h := w.Header()
+	if hv, err := EncodeHeader(v2); err == nil {
+		h.Set(HeaderPaymentRequired, hv)
+	}
+	body, _ := json.Marshal(v1)
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusPaymentRequired)
+	_, _ = w.Write(body)
+}
+
+// bazaar is the x402 v2 discovery extension: how to call the resource and
+// what it returns, with the JSON Schema of that description.
+func bazaar(req *Requirement) map[string]any {
+	return map[string]any{
+		"info": map[string]any{
+			"input":  map[string]any{"type": "http", "method": "GET"},
+			"output": map[string]any{"type": "json"},
+		},
+		"schema": map[string]any{
+			"$schema": "https://json-schema.org/draft/2020-12/schema",
+			"type":    "object",
+			"properties": map[string]any{
+				"input": map[string]any{"type": "object", "properties": map[string]any{
+					"type": map[string]any{"const": "http"}, "method": map[string]any{"const": "GET"}}, "required": []string{"type", "method"}},
+				"output": map[string]any{"type": "object"},
+			},
+			"required": []string{"input"},
+		},
+	}
+}
+
+// settleFailed answers a refused or pending settlement: 402, the reason,
+// the settlement header (with the tx hash when one was sent), no body.
+func (g *Gate) settleFailed(w http.ResponseWriter, req *Requirement, p *Payment, s Settlement) {
+	resp := SettleResponse{Success: false, ErrorReason: s.Reason, Payer: p.Authorization.From.Hex()}
+	if s.Tx != (common.Hash{}) {
+		resp.Transaction = s.Tx.Hex()
+	}
+	setSettlementHeader(w, p, req, resp)
+	g.challenge(w, req, &VerifyError{Reason: s.Reason, Message: s.Message, Payer: p.Authorization.From.Hex()})
+}
+
+func setSettlementHeader(w http.ResponseWriter, p *Payment, req *Requirement, s SettleResponse) {
+	name := HeaderPaymentResponseV2
+	s.Network = req.Network
+	if p.Version == 1 {
+		name, s.Network = HeaderPaymentResponseV1, req.NetworkV1
+	}
+	if v, err := EncodeHeader(s); err == nil {
+		w.Header().Set(name, v)
+	}
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(map[string]any{"error": code, "message": message, "status": status, "accepted": []string{}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func clampInt64(v *big.Int) int64 {
+	if v.IsInt64() {
+		return v.Int64()
+	}
+	return 1<<63 - 1
+}
+
+// buffer holds a handler's response until the payment settles.
+type buffer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func newBuffer() *buffer { return &buffer{header: http.Header{}, status: http.StatusOK} }
+
+func (b *buffer) Header() http.Header { return b.header }
+
+func (b *buffer) WriteHeader(status int) {
+	if !b.wrote {
+		b.status, b.wrote = status, true
+	}
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
+}
+
+func (b *buffer) writeTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.body.Bytes())
+}
+
+// Counter is one operation's payment counters.
+type Counter struct {
+	Challenges uint64 // 402s sent for a missing payment, since the process started
+	Paid       uint64 // settled payments, from the ledger
+	Amount     string // settled atomic units, from the ledger
+}
+
+// Counters returns the counters of every paid operation.
+func (g *Gate) Counters(ctx context.Context) (map[string]Counter, error) {
+	paid, err := g.ledger.PaidByOperation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Counter{}
+	for _, rt := range g.routes {
+		p := paid[rt.Name]
+		if p.Amount == "" {
+			p.Amount = "0"
+		}
+		out[rt.Name] = Counter{Challenges: rt.challenges.Load(), Paid: p.Count, Amount: p.Amount}
+	}
+	return out, nil
+}
+
+// Decimals returns the asset's decimals, to turn Counter amounts into USD.
+func (g *Gate) Decimals() int { return g.cfg.Decimals }

@@ -1,0 +1,385 @@
+package payment
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// Chain is what the local facilitator needs from an Ethereum node;
+// *ethclient.Client provides it.
+type Chain interface {
+	CallContract(ctx context.Context, msg ethereum.CallMsg, block *big.Int) ([]byte, error)
+	CodeAt(ctx context.Context, account common.Address, block *big.Int) ([]byte, error)
+	PendingNonceAt(ctx context.Context, account common.Address) (uint64, error)
+	HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error)
+	SuggestGasTipCap(ctx context.Context) (*big.Int, error)
+	EstimateGas(ctx context.Context, msg ethereum.CallMsg) (uint64, error)
+	SendTransaction(ctx context.Context, tx *types.Transaction) error
+	TransactionReceipt(ctx context.Context, txHash common.Hash) (*types.Receipt, error)
+}
+
+// Asset is an EIP-3009 token the local facilitator accepts.
+type Asset struct {
+	Address common.Address
+	Name    string // EIP-712 domain name
+	Version string // EIP-712 domain version
+}
+
+// LocalConfig configures the self-hosted facilitator.
+type LocalConfig struct {
+	ChainID *big.Int
+	// Key pays the gas of settlement transactions. Never logged.
+	Key *ecdsa.PrivateKey
+	// Assets is the allow-list; payments in anything else are refused.
+	Assets []Asset
+	// Grace is how long before validBefore a payment stops being accepted
+	// (the reference uses 6 s, about three blocks).
+	Grace time.Duration
+	// ReceiptTimeout bounds the wait for a settlement's receipt; past it
+	// the settlement is reported pending with its transaction hash.
+	ReceiptTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem of c at once.
+func (c LocalConfig) Validate() error {
+	var errs []error
+	if c.ChainID == nil || c.ChainID.Sign() <= 0 {
+		errs = append(errs, errors.New("local facilitator: chain id is required"))
+	}
+	if c.Key == nil {
+		errs = append(errs, errors.New("local facilitator: a gas key is required"))
+	}
+	if len(c.Assets) == 0 {
+		errs = append(errs, errors.New("local facilitator: no asset allowed"))
+	}
+	if c.Grace < 0 || c.ReceiptTimeout <= 0 {
+		errs = append(errs, errors.New("local facilitator: grace must be >= 0 and receipt timeout positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Local verifies payments and settles them on chain itself, per the
+// exact-EVM rules of x402: the EIP-712 signer (EIP-1271 for contract
+// wallets), exact value, recipient, allowed asset and domain, time window,
+// and an eth_call simulation of transferWithAuthorization (which also
+// covers an unused nonce and the balance); settlement sends the transfer
+// from the gas key with serialized account nonces.
+type Local struct {
+	cfg   LocalConfig
+	chain Chain
+	from  common.Address
+	abi   abi.ABI
+	now   func() time.Time
+
+	mu    sync.Mutex // serializes sends; guards nonce
+	nonce *uint64
+}
+
+var _ Facilitator = (*Local)(nil)
+
+// eip3009ABI holds the calls the facilitator makes.
+const eip3009ABI = `[
+ {"type":"function","name":"transferWithAuthorization","stateMutability":"nonpayable","inputs":[
+  {"name":"from","type":"address"},{"name":"to","type":"address"},{"name":"value","type":"uint256"},
+  {"name":"validAfter","type":"uint256"},{"name":"validBefore","type":"uint256"},{"name":"nonce","type":"bytes32"},
+  {"name":"signature","type":"bytes"}],"outputs":[]},
+ {"type":"function","name":"authorizationState","stateMutability":"view","inputs":[
+  {"name":"authorizer","type":"address"},{"name":"nonce","type":"bytes32"}],"outputs":[{"name":"","type":"bool"}]},
+ {"type":"function","name":"balanceOf","stateMutability":"view","inputs":[{"name":"account","type":"address"}],"outputs":[{"name":"","type":"uint256"}]},
+ {"type":"function","name":"isValidSignature","stateMutability":"view","inputs":[
+  {"name":"hash","type":"bytes32"},{"name":"signature","type":"bytes"}],"outputs":[{"name":"","type":"bytes4"}]}
+]`
+
+// NewLocal returns a self-hosted facilitator over chain; it does no I/O.
+func NewLocal(cfg LocalConfig, chain Chain) (*Local, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	parsed, err := abi.JSON(strings.NewReader(eip3009ABI))
+	if err != nil {
+		return nil, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Local{cfg: cfg, chain: chain, from: crypto.PubkeyToAddress(cfg.Key.PublicKey), abi: parsed, now: now}, nil
+}
+
+// Signer returns the address that pays settlement gas.
+func (l *Local) Signer() common.Address { return l.from }
+
+// Verify implements Facilitator.
+func (l *Local) Verify(ctx context.Context, p *Payment, r *Requirement) (Verification, error) {
+	v := Verification{Payer: p.Authorization.From}
+	if reason, msg := l.check(p, r); reason != "" {
+		v.Reason, v.Message = reason, msg
+		return v, nil
+	}
+	if reason, msg, err := l.checkSignature(ctx, p, r); err != nil || reason != "" {
+		v.Reason, v.Message = reason, msg
+		return v, err
+	}
+	data, err := l.transferData(p)
+	if err != nil {
+		return v, err
+	}
+	if _, err := l.chain.CallContract(ctx, ethereum.CallMsg{From: l.from, To: &r.Asset, Data: data}, nil); err != nil {
+		if !isRevert(err) {
+			return v, &FacilitatorError{Op: "verify", Err: err}
+		}
+		v.Reason, v.Message = l.diagnose(ctx, p, r, err)
+		return v, nil
+	}
+	v.Valid = true
+	return v, nil
+}
+
+// check applies the rules that need no chain: scheme, network, asset and
+// domain, recipient, exact value, time window.
+func (l *Local) check(p *Payment, r *Requirement) (reason, message string) {
+	a := p.Authorization
+	now := l.now().Unix()
+	switch {
+	case p.Scheme != "exact":
+		return ReasonInvalidScheme, fmt.Sprintf("scheme %q; only exact is supported", p.Scheme)
+	case p.Network != r.Network && !(p.Version == 1 && p.Network == r.NetworkV1):
+		return ReasonNetworkMismatch, fmt.Sprintf("network %q; want %s", p.Network, r.Network)
+	case r.ChainID.Cmp(l.cfg.ChainID) != 0:
+		return ReasonNetworkMismatch, "requirement for another chain"
+	case !l.allowed(r):
+		return ReasonNoMatch, fmt.Sprintf("asset %s (%q, %q) is not accepted", r.Asset, r.AssetName, r.AssetVersion)
+	case a.To != r.PayTo:
+		return ReasonRecipientMismatch, fmt.Sprintf("authorization pays %s; want %s", a.To, r.PayTo)
+	case a.Value.Cmp(r.Amount) != 0:
+		return ReasonValueMismatch, fmt.Sprintf("authorization value %s; want exactly %s", a.Value, r.Amount)
+	case a.ValidAfter.Cmp(big.NewInt(now)) > 0:
+		return ReasonValidAfter, fmt.Sprintf("valid only after %s", a.ValidAfter)
+	case a.ValidBefore.Cmp(big.NewInt(now+int64(l.cfg.Grace/time.Second))) < 0:
+		return ReasonValidBefore, fmt.Sprintf("expired or expiring: validBefore %s", a.ValidBefore)
+	}
+	return "", ""
+}
+
+func (l *Local) allowed(r *Requirement) bool {
+	for _, as := range l.cfg.Assets {
+		if as.Address == r.Asset && as.Name == r.AssetName && as.Version == r.AssetVersion {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSignature recovers an EOA signer, or asks a contract wallet
+// (EIP-1271).
+func (l *Local) checkSignature(ctx context.Context, p *Payment, r *Requirement) (reason, message string, err error) {
+	d := r.Domain()
+	if len(p.Signature) == 65 {
+		if signer, rerr := d.Recover(p.Authorization, p.Signature); rerr == nil && signer == p.Authorization.From {
+			return "", "", nil
+		}
+	}
+	code, err := l.chain.CodeAt(ctx, p.Authorization.From, nil)
+	if err != nil {
+		return "", "", &FacilitatorError{Op: "verify", Err: err}
+	}
+	if len(code) == 0 || isDelegation(code) && len(p.Signature) == 65 {
+		return ReasonInvalidSignature, "the signature is not from the authorization's from address", nil
+	}
+	digest := d.Digest(p.Authorization)
+	data, err := l.abi.Pack("isValidSignature", digest, p.Signature)
+	if err != nil {
+		return "", "", err
+	}
+	out, err := l.chain.CallContract(ctx, ethereum.CallMsg{To: &p.Authorization.From, Data: data}, nil)
+	if err != nil || len(out) < 4 || [4]byte(out[:4]) != [4]byte{0x16, 0x26, 0xba, 0x7e} {
+		return ReasonInvalidSignature, "the contract wallet does not accept the signature (EIP-1271)", nil
+	}
+	return "", "", nil
+}
+
+// isDelegation reports EIP-7702 delegated EOA code (0xef0100 || address).
+func isDelegation(code []byte) bool {
+	return len(code) == 23 && code[0] == 0xef && code[1] == 0x01 && code[2] == 0x00
+}
+
+func (l *Local) transferData(p *Payment) ([]byte, error) {
+	a := p.Authorization
+	return l.abi.Pack("transferWithAuthorization", a.From, a.To, a.Value, a.ValidAfter, a.ValidBefore, a.Nonce, p.Signature)
+}
+
+// diagnose names why a simulated transfer reverted.
+func (l *Local) diagnose(ctx context.Context, p *Payment, r *Requirement, revert error) (reason, message string) {
+	if reason := revertReason(revert); reason != "" {
+		return reason, revert.Error()
+	}
+	a := p.Authorization
+	if used, err := l.callBool(ctx, r.Asset, "authorizationState", a.From, a.Nonce); err == nil && used {
+		return ReasonNonceUsed, "the authorization's nonce is used or canceled"
+	}
+	if data, err := l.abi.Pack("balanceOf", a.From); err == nil {
+		if out, err := l.chain.CallContract(ctx, ethereum.CallMsg{To: &r.Asset, Data: data}, nil); err == nil && len(out) >= 32 {
+			if new(big.Int).SetBytes(out[:32]).Cmp(a.Value) < 0 {
+				return ReasonInsufficientBalance, "the payer's balance is below the price"
+			}
+		}
+	}
+	return ReasonSimulationFailed, revert.Error()
+}
+
+func (l *Local) callBool(ctx context.Context, to common.Address, method string, args ...any) (bool, error) {
+	data, err := l.abi.Pack(method, args...)
+	if err != nil {
+		return false, err
+	}
+	out, err := l.chain.CallContract(ctx, ethereum.CallMsg{To: &to, Data: data}, nil)
+	if err != nil || len(out) < 32 {
+		return false, fmt.Errorf("%s: %v", method, err)
+	}
+	return out[31] == 1, nil
+}
+
+// revertReason maps FiatToken's revert strings to reason codes.
+func revertReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "authorization is expired"):
+		return ReasonValidBefore
+	case strings.Contains(msg, "authorization is not yet valid"):
+		return ReasonValidAfter
+	case strings.Contains(msg, "authorization is used or canceled"):
+		return ReasonNonceUsed
+	case strings.Contains(msg, "exceeds balance"):
+		return ReasonInsufficientBalance
+	case strings.Contains(msg, "invalid signature"):
+		return ReasonInvalidSignature
+	}
+	return ""
+}
+
+// isRevert tells an execution revert (a verdict) from a node failure.
+func isRevert(err error) bool {
+	var de interface{ ErrorData() interface{} }
+	return errors.As(err, &de) || strings.Contains(err.Error(), "execution reverted")
+}
+
+// Settle implements Facilitator: it re-checks what needs no chain and the
+// signature, then sends transferWithAuthorization (its gas estimate is the
+// simulation) and waits for the receipt.
+func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlement, error) {
+	s := Settlement{Payer: p.Authorization.From}
+	if reason, msg := l.check(p, r); reason != "" {
+		s.Reason, s.Message = reason, msg
+		return s, nil
+	}
+	if reason, msg, err := l.checkSignature(ctx, p, r); err != nil || reason != "" {
+		s.Reason, s.Message = reason, msg
+		return s, err
+	}
+	data, err := l.transferData(p)
+	if err != nil {
+		return s, err
+	}
+	tx, reason, err := l.send(ctx, r.Asset, data)
+	if err != nil {
+		return s, &FacilitatorError{Op: "settle", Err: err}
+	}
+	if reason != "" {
+		s.Reason, s.Message = reason, "the transfer would revert"
+		if reason == ReasonSimulationFailed {
+			s.Reason, s.Message = l.diagnose(ctx, p, r, errors.New("execution reverted"))
+		}
+		return s, nil
+	}
+	s.Tx = tx.Hash()
+	rcpt, err := l.waitReceipt(ctx, tx.Hash())
+	switch {
+	case err != nil:
+		s.Pending, s.Reason, s.Message = true, ReasonSettlementPending, "sent; no receipt yet: "+err.Error()
+	case rcpt.Status != types.ReceiptStatusSuccessful:
+		s.Reason, s.Message = ReasonTransactionFailed, "the settlement transaction reverted"
+	default:
+		s.Success = true
+	}
+	return s, nil
+}
+
+// send signs and sends a call from the gas key. A revert during gas
+// estimation is a reason, not an error.
+func (l *Local) send(ctx context.Context, to common.Address, data []byte) (*types.Transaction, string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gas, err := l.chain.EstimateGas(ctx, ethereum.CallMsg{From: l.from, To: &to, Data: data})
+	if err != nil {
+		if isRevert(err) {
+			if reason := revertReason(err); reason != "" {
+				return nil, reason, nil
+			}
+			return nil, ReasonSimulationFailed, nil
+		}
+		return nil, "", err
+	}
+	if l.nonce == nil {
+		n, err := l.chain.PendingNonceAt(ctx, l.from)
+		if err != nil {
+			return nil, "", err
+		}
+		l.nonce = &n
+	}
+	head, err := l.chain.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	tip, err := l.chain.SuggestGasTipCap(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	tx, err := types.SignNewTx(l.cfg.Key, types.LatestSignerForChainID(l.cfg.ChainID), &types.DynamicFeeTx{
+		ChainID: l.cfg.ChainID, Nonce: *l.nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas * 12 / 10, To: &to, Data: data,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := l.chain.SendTransaction(ctx, tx); err != nil {
+		l.nonce = nil // ask the node again next time
+		return nil, "", err
+	}
+	*l.nonce++
+	return tx, "", nil
+}
+
+func (l *Local) waitReceipt(ctx context.Context, hash common.Hash) (*types.Receipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.ReceiptTimeout)
+	defer cancel()
+	delay := 10 * time.Millisecond
+	for {
+		rcpt, err := l.chain.TransactionReceipt(ctx, hash)
+		if err == nil {
+			return rcpt, nil
+		}
+		if !errors.Is(err, ethereum.NotFound) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}

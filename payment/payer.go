@@ -1,0 +1,156 @@
+package payment
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// Payer is an x402 client with an EOA key: it answers a 402 by signing an
+// EIP-3009 authorization for the first exact-scheme requirement and
+// retrying. It backs `tollgate pay` and the tests.
+type Payer struct {
+	Key     *ecdsa.PrivateKey
+	HTTP    *http.Client
+	Version int // 1 or 2
+	// Networks maps x402 v1 network names to chain ids.
+	Networks map[string]int64
+}
+
+// Get fetches url, paying if the server asks.
+func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
+	first, err := p.do(ctx, url, "", "")
+	if err != nil {
+		return nil, err
+	}
+	if first.status != http.StatusPaymentRequired {
+		return &PaidResult{Status: first.status, Body: first.body}, nil
+	}
+	req, chainID, networkV1, err := p.requirement(first)
+	if err != nil {
+		return nil, err
+	}
+	a := Authorization{
+		From:        crypto.PubkeyToAddress(p.Key.PublicKey),
+		To:          common.HexToAddress(req.PayTo),
+		ValidAfter:  big.NewInt(time.Now().Add(-10 * time.Minute).Unix()),
+		ValidBefore: big.NewInt(time.Now().Add(time.Duration(req.MaxTimeoutSeconds) * time.Second).Unix()),
+	}
+	var ok bool
+	if a.Value, ok = new(big.Int).SetString(req.Amount, 10); !ok {
+		return nil, fmt.Errorf("pay: amount %q is not an integer", req.Amount)
+	}
+	if _, err := rand.Read(a.Nonce[:]); err != nil {
+		return nil, err
+	}
+	d := Domain{Name: req.Extra.Name, Version: req.Extra.Version, ChainID: big.NewInt(chainID), VerifyingContract: common.HexToAddress(req.Asset)}
+	sig, err := d.Sign(a, p.Key)
+	if err != nil {
+		return nil, err
+	}
+	header, err := EncodePayment(p.Version, req, networkV1, a, sig)
+	if err != nil {
+		return nil, err
+	}
+	name := HeaderPaymentV2
+	if p.Version == 1 {
+		name = HeaderPaymentV1
+	}
+	second, err := p.do(ctx, url, name, header)
+	if err != nil {
+		return nil, err
+	}
+	out := &PaidResult{Status: second.status, Body: second.body}
+	for _, h := range []string{HeaderPaymentResponseV2, HeaderPaymentResponseV1} {
+		if v := second.header.Get(h); v != "" {
+			var s SettleResponse
+			raw, err := base64.StdEncoding.DecodeString(v)
+			if err == nil && json.Unmarshal(raw, &s) == nil {
+				out.Settlement = &s
+			}
+		}
+	}
+	return out, nil
+}
+
+// PaidResult is the outcome of Payer.Get.
+type PaidResult struct {
+	Status     int
+	Body       []byte
+	Settlement *SettleResponse
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (p *Payer) do(ctx context.Context, url, header, value string) (*response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if header != "" {
+		req.Header.Set(header, value)
+	}
+	c := p.HTTP
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return &response{status: resp.StatusCode, header: resp.Header, body: body}, err
+}
+
+// requirement picks the exact-scheme requirement of a 402, from the v2
+// header or the v1 body according to the payer's version.
+func (p *Payer) requirement(r *response) (RequirementsV2, int64, string, error) {
+	if p.Version == 1 {
+		var body RequiredV1
+		if err := json.Unmarshal(r.body, &body); err != nil {
+			return RequirementsV2{}, 0, "", fmt.Errorf("pay: 402 body: %w", err)
+		}
+		for _, a := range body.Accepts {
+			id, ok := p.Networks[a.Network]
+			if a.Scheme != "exact" || !ok {
+				continue
+			}
+			return RequirementsV2{Scheme: a.Scheme, Network: a.Network, Amount: a.MaxAmountRequired, Asset: a.Asset,
+				PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra}, id, a.Network, nil
+		}
+		return RequirementsV2{}, 0, "", errors.New("pay: no exact requirement on a known v1 network")
+	}
+	raw, err := base64.StdEncoding.DecodeString(r.header.Get(HeaderPaymentRequired))
+	if err != nil {
+		return RequirementsV2{}, 0, "", fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
+	}
+	var req RequiredV2
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return RequirementsV2{}, 0, "", fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
+	}
+	for _, a := range req.Accepts {
+		id, err := strconv.ParseInt(strings.TrimPrefix(a.Network, "eip155:"), 10, 64)
+		if a.Scheme == "exact" && strings.HasPrefix(a.Network, "eip155:") && err == nil {
+			return a, id, "", nil
+		}
+	}
+	return RequirementsV2{}, 0, "", errors.New("pay: no exact EVM requirement")
+}
