@@ -165,7 +165,7 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			g.challenge(w, req, &VerifyError{Reason: "payment_required", Message: "payment required: send " + HeaderPaymentV2 + " (x402 v2) or " + HeaderPaymentV1 + " (x402 v1)"})
 			return
 		}
-		p, err := decodeHeader(header, version)
+		p, err := DecodeHeader(header, version)
 		if err == nil {
 			err = match(p, req)
 		}
@@ -206,7 +206,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.cfg.SettleTimeout)
 	defer cancel()
 
-	existing, err := g.ledger.Claim(ctx, rec)
+	existing, err := g.ledger.Claim(ctx, rec, time.Now().Add(-2*g.cfg.SettleTimeout))
 	if errors.Is(err, ErrClaimed) {
 		g.claimed(w, r, rt, req, p, existing, next)
 		return
@@ -250,10 +250,12 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		g.finish(ctx, rec, StateFailed, "", s.Reason)
 		g.settleFailed(w, req, p, s)
 	default:
-		if err := g.ledger.Finish(ctx, withOutcome(rec, StateSettled, s.Tx.Hex(), "")); err != nil {
-			// Settled on chain but not recorded: do not hand out the body
-			// unrecorded; the payer can retry the same payment, which the
-			// chain now refuses... so log loudly for reconciliation.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := g.ledger.Finish(fctx, withOutcome(rec, StateSettled, s.Tx.Hex(), ""))
+		fcancel()
+		if err != nil {
+			// Settled on chain but not recorded: the body is not released
+			// unrecorded. The settlement is logged for reconciliation.
 			g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", s.Tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
 			writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "settled but the ledger is unavailable; retry the same request to receive the response")
 			return
@@ -286,7 +288,11 @@ func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, rt *route, req *R
 	}
 }
 
+// finish records an outcome. It has its own deadline: the request's may
+// be what just ran out, and an outcome left unrecorded blocks the claim.
 func (g *Gate) finish(ctx context.Context, rec Record, state, tx, reason string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := g.ledger.Finish(ctx, withOutcome(rec, state, tx, reason)); err != nil {
 		g.logger.ErrorContext(ctx, "ledger finish failed", "state", state, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
 	}

@@ -58,9 +58,11 @@ var ErrClaimed = errors.New("payment: authorization already claimed")
 // implements it (and a PostgreSQL store with the same SQL can).
 type Ledger interface {
 	// Claim inserts rec in StateVerified, or takes over a key left
-	// released or failed. Otherwise it returns the existing record and
-	// ErrClaimed: one in-flight claim per key, whatever the replicas.
-	Claim(ctx context.Context, rec Record) (Record, error)
+	// released or failed, or verified but last updated before staleBefore
+	// (a process that died mid-payment). Otherwise it returns the existing
+	// record and ErrClaimed: one in-flight claim per key, whatever the
+	// replicas.
+	Claim(ctx context.Context, rec Record, staleBefore time.Time) (Record, error)
 	// Finish moves a claimed key to its outcome.
 	Finish(ctx context.Context, rec Record) error
 	// Refused records a payment refused before any claim.

@@ -120,10 +120,10 @@ type Payment struct {
 	Raw json.RawMessage
 }
 
-// decodeHeader decodes a payment header: base64 (standard, raw or URL, as
+// DecodeHeader decodes a payment header: base64 (standard, raw or URL, as
 // clients differ) of a PaymentPayload JSON. Errors are *VerifyError with
 // code invalid_payload.
-func decodeHeader(value string, version int) (*Payment, error) {
+func DecodeHeader(value string, version int) (*Payment, error) {
 	if len(value) > maxHeader {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf("payment header is %d bytes; at most %d", len(value), maxHeader)}
 	}

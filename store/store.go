@@ -49,6 +49,9 @@ var schema = []string{
 	)`,
 }
 
+// timeFormat is fixed-width, so stored times compare as strings.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
 // SQLite is the embedded store: one database file under the data dir.
 type SQLite struct {
 	db *sql.DB
@@ -87,13 +90,14 @@ const claimSQL = `INSERT INTO payments
 		operation = excluded.operation, resource = excluded.resource, amount = excluded.amount,
 		version = excluded.version, valid_before = excluded.valid_before, state = excluded.state,
 		tx = '', reason = '', updated_at = excluded.updated_at
-	WHERE payments.state IN ('released', 'failed')`
+	WHERE payments.state IN ('released', 'failed') OR (payments.state = 'verified' AND payments.updated_at < $12)`
 
 // Claim implements payment.Ledger.
-func (s *SQLite) Claim(ctx context.Context, rec payment.Record) (payment.Record, error) {
+func (s *SQLite) Claim(ctx context.Context, rec payment.Record, staleBefore time.Time) (payment.Record, error) {
 	now := time.Now().UTC()
 	res, err := s.db.ExecContext(ctx, claimSQL, rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation,
-		rec.Resource, rec.Amount, rec.Version, rec.ValidBefore, payment.StateVerified, now.Format(time.RFC3339Nano))
+		rec.Resource, rec.Amount, rec.Version, rec.ValidBefore, payment.StateVerified, now.Format(timeFormat),
+		staleBefore.UTC().Format(timeFormat))
 	if err != nil {
 		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
@@ -119,8 +123,8 @@ func (s *SQLite) get(ctx context.Context, network, asset, payer, nonce string) (
 	if err != nil {
 		return r, fmt.Errorf("store: get payment: %w", err)
 	}
-	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
-	r.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)
+	r.CreatedAt, _ = time.Parse(timeFormat, created)
+	r.UpdatedAt, _ = time.Parse(timeFormat, updated)
 	return r, nil
 }
 
@@ -128,7 +132,7 @@ func (s *SQLite) get(ctx context.Context, network, asset, payer, nonce string) (
 func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, updated_at = $4
 		WHERE network = $5 AND asset = $6 AND payer = $7 AND nonce = $8`,
-		rec.State, rec.Tx, rec.Reason, time.Now().UTC().Format(time.RFC3339Nano), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
+		rec.State, rec.Tx, rec.Reason, time.Now().UTC().Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
 	if err != nil {
 		return fmt.Errorf("store: finish: %w", err)
 	}
@@ -141,7 +145,7 @@ func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
 // Refused implements payment.Ledger.
 func (s *SQLite) Refused(ctx context.Context, a payment.Attempt) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO refused_payments (at, operation, payer, nonce, reason) VALUES ($1, $2, $3, $4, $5)`,
-		a.Time.UTC().Format(time.RFC3339Nano), a.Operation, a.Payer, a.Nonce, a.Reason)
+		a.Time.UTC().Format(timeFormat), a.Operation, a.Payer, a.Nonce, a.Reason)
 	return err
 }
 
