@@ -187,9 +187,9 @@ func mustDecode(t *testing.T, h string) *payment.Payment {
 
 // fake is a facilitator with function fields; nil fields use the real one.
 type fake struct {
-	real   payment.Facilitator
-	verify func(context.Context, *payment.Payment, *payment.Requirement) (payment.Verification, error)
-	settle func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
+	real    payment.Facilitator
+	verify  func(context.Context, *payment.Payment, *payment.Requirement) (payment.Verification, error)
+	settle  func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
 	settles atomic.Int64
 }
 
