@@ -21,6 +21,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -128,7 +129,13 @@ func (g *Gate) Handler(next http.Handler) http.Handler {
 		mux.Handle(rt.Pattern, g.paid(rt, next))
 	}
 	mux.Handle("/", next)
-	return cors(mux)
+	return cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
+			next.ServeHTTP(w, r) // unclean paths are the handler's to refuse, not ServeMux's to redirect
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 }
 
 // cors lets browser clients pay: the payment headers are exposed and may

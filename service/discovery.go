@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/url"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate/tollgate/gen/openapi"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
@@ -38,6 +40,30 @@ type DiscoveryConfig struct {
 	Version string
 	// Sources are the upstreams answers are computed from, for /tollgate.
 	Sources []DataSource
+	// Mode is "devnet" or "production".
+	Mode string
+	// Terms are the x402 terms, for /tollgate; nil when payments are off.
+	Terms *PaymentTerms
+}
+
+// PaymentTerms are the x402 terms shown in the project facts.
+type PaymentTerms struct {
+	Network, NetworkV1, Asset, AssetName, AssetVersion, PayTo, Facilitator string
+	Decimals, MaxTimeoutSeconds                                            int
+}
+
+// Counters is what /metrics reads: per paid operation, the 402s sent and
+// the settled payments (exact, from the ledger). *payment.Gate provides
+// it through cmd's adapter.
+type Counters interface {
+	Counters(ctx context.Context) (map[string]OpCounters, error)
+}
+
+// OpCounters are one operation's counters.
+type OpCounters struct {
+	Challenges, Paid uint64
+	// RevenueUSD is the settled amount as an exact decimal, e.g. "0.15".
+	RevenueUSD string
 }
 
 // DataSource describes an upstream in the project facts.
@@ -79,15 +105,16 @@ type Discovery struct {
 	project    *tollgatev1.GetProjectResponse
 	x402       *tollgatev1.GetX402DiscoveryResponse
 	demos      map[string]*tollgatev1.GetDemoResponse
+	counters   Counters
 }
 
 // NewDiscovery builds the free catalogs from cat and the generated OpenAPI
-// document. It does no I/O.
-func NewDiscovery(cfg DiscoveryConfig, cat *catalog.Catalog) (*Discovery, error) {
+// document; counters, when not nil, feed /metrics. It does no I/O.
+func NewDiscovery(cfg DiscoveryConfig, cat *catalog.Catalog, counters Counters) (*Discovery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("discovery config: %w", err)
 	}
-	d := &Discovery{cfg: cfg, base: strings.TrimSuffix(cfg.PublicURL, "/"), cat: cat}
+	d := &Discovery{cfg: cfg, base: strings.TrimSuffix(cfg.PublicURL, "/"), cat: cat, counters: counters}
 	doc, version, err := servedOpenAPI(openapi.Document(), d.base)
 	if err != nil {
 		return nil, err
@@ -159,17 +186,58 @@ func (d *Discovery) GetX402Discovery(context.Context, *tollgatev1.GetX402Discove
 	return proto.CloneOf(d.x402), nil
 }
 
-// GetMetrics implements tollgatev1.DiscoveryServiceServer. Counters come
-// from the payment ledger; until payments exist every counter is zero.
-func (d *Discovery) GetMetrics(context.Context, *tollgatev1.GetMetricsRequest) (*tollgatev1.GetMetricsResponse, error) {
-	resp := &tollgatev1.GetMetricsResponse{
-		AsOf:   time.Now().UTC().Format(time.RFC3339),
-		Totals: &tollgatev1.EndpointCounters{Name: "total", RevenueUsd: "0"},
+// GetMetrics implements tollgatev1.DiscoveryServiceServer: per paid
+// endpoint and in total, challenges (402s sent since the process started),
+// paid (settled, from the ledger), conversion and revenue.
+func (d *Discovery) GetMetrics(ctx context.Context, _ *tollgatev1.GetMetricsRequest) (*tollgatev1.GetMetricsResponse, error) {
+	counts := map[string]OpCounters{}
+	if d.counters != nil {
+		var err error
+		if counts, err = d.counters.Counters(ctx); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
+	resp := &tollgatev1.GetMetricsResponse{AsOf: time.Now().UTC().Format(time.RFC3339)}
+	var total OpCounters
+	revenue := new(big.Rat)
 	for _, op := range d.cat.Paid() {
-		resp.Endpoints = append(resp.Endpoints, &tollgatev1.EndpointCounters{Name: op.Name, RevenueUsd: "0"})
+		c := counts[op.Name]
+		resp.Endpoints = append(resp.Endpoints, endpointCounters(op.Name, c))
+		total.Challenges += c.Challenges
+		total.Paid += c.Paid
+		if r, ok := new(big.Rat).SetString(orZero(c.RevenueUSD)); ok {
+			revenue.Add(revenue, r)
+		}
 	}
+	total.RevenueUSD = decimalString(revenue)
+	resp.Totals = endpointCounters("total", total)
 	return resp, nil
+}
+
+func endpointCounters(name string, c OpCounters) *tollgatev1.EndpointCounters {
+	out := &tollgatev1.EndpointCounters{
+		Name: name, Challenges: uint32(min(c.Challenges, 1<<32-1)), Paid: uint32(min(c.Paid, 1<<32-1)), RevenueUsd: orZero(c.RevenueUSD),
+	}
+	if c.Challenges > 0 {
+		out.Conversion = wrapperspb.Double(float64(c.Paid) / float64(c.Challenges))
+	}
+	return out
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// decimalString writes an exact decimal without trailing zeros ("0.15").
+func decimalString(r *big.Rat) string {
+	s := r.FloatString(18)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
@@ -182,6 +250,14 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 		Payment:     "x402",
 		Currency:    "USD",
 		Disclaimer:  disclaimer,
+		Mode:        d.cfg.Mode,
+	}
+	if t := d.cfg.Terms; t != nil {
+		p.Terms = &tollgatev1.PaymentTerms{
+			Scheme: "exact", Network: t.Network, NetworkV1: t.NetworkV1, Asset: t.Asset, AssetName: t.AssetName,
+			AssetVersion: t.AssetVersion, Decimals: int32(t.Decimals), PayTo: t.PayTo,
+			MaxTimeoutSeconds: int32(t.MaxTimeoutSeconds), Facilitator: t.Facilitator,
+		}
 	}
 	for _, src := range d.cfg.Sources {
 		p.Sources = append(p.Sources, &tollgatev1.DataSource{

@@ -128,7 +128,7 @@ func newDiscovery(t *testing.T, base string) *Discovery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDiscovery(DiscoveryConfig{PublicURL: base, Version: "v1.2.3"}, cat)
+	d, err := NewDiscovery(DiscoveryConfig{PublicURL: base, Version: "v1.2.3"}, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // config is everything serve needs; each field has a flag and an
@@ -18,6 +20,13 @@ type config struct {
 	PublicURL       string
 	DataDir         string
 	CandlesURL      string
+	DevnetRPC       string
+	ChainRPC        string
+	PayTo           string
+	Facilitator     string
+	FacilitatorKey  string // from TOLLGATE_FACILITATOR_KEY or --facilitator-key-file; never logged
+	KeyFile         string
+	MaxTimeout      int
 	LogFormat       string
 	LogLevel        slog.Level
 	RequestTimeout  time.Duration
@@ -45,6 +54,13 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "data", "directory for the embedded database and other state; created if missing")
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles (e.g. https://api.exchange.coinbase.com); empty: the devnet's synthetic feed")
+	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
+	str(&cfg.ChainRPC, "chain-rpc", "", "Ethereum JSON-RPC URL of a Base node (chain id 8453); empty: run the embedded devnet")
+	str(&cfg.PayTo, "pay-to", "", "address receiving payments (required with --chain-rpc; devnet: test account #1)")
+	str(&cfg.Facilitator, "facilitator", "", "URL of a remote x402 facilitator (POST /verify, /settle); empty: the self-hosted one")
+	str(&cfg.KeyFile, "facilitator-key-file", "", "file holding the hex gas key of the self-hosted facilitator (or set TOLLGATE_FACILITATOR_KEY)")
+	cfg.FacilitatorKey = getenv("TOLLGATE_FACILITATOR_KEY")
+	fs.IntVar(&cfg.MaxTimeout, "max-timeout", 300, "seconds a payment authorization must stay valid (maxTimeoutSeconds)")
 	str(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	level := slog.LevelInfo
 	if s := env("log-level", ""); s != "" {
@@ -85,6 +101,18 @@ func (c *config) validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--request-timeout %s: must be positive", c.RequestTimeout))
+	}
+	if c.ChainRPC != "" && !common.IsHexAddress(c.PayTo) {
+		errs = append(errs, fmt.Errorf("--pay-to %q: a valid receiving address is required outside devnet", c.PayTo))
+	}
+	if c.PayTo != "" && !common.IsHexAddress(c.PayTo) {
+		errs = append(errs, fmt.Errorf("--pay-to %q is not an address", c.PayTo))
+	}
+	if c.ChainRPC != "" && c.Facilitator == "" && c.FacilitatorKey == "" && c.KeyFile == "" {
+		errs = append(errs, errors.New("the self-hosted facilitator needs a gas key: TOLLGATE_FACILITATOR_KEY or --facilitator-key-file (or use --facilitator URL)"))
+	}
+	if c.MaxTimeout < 30 {
+		errs = append(errs, fmt.Errorf("--max-timeout %d: at least 30 seconds", c.MaxTimeout))
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout))

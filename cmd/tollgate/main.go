@@ -37,7 +37,8 @@ const usage = `tollgate serves a pay-per-call data API about Base tokens and wal
 ETH/BTC markets, paid per call with x402.
 
 Usage:
-  tollgate serve [flags]   run the gRPC server and the REST gateway
+  tollgate serve [flags]   run the gRPC server and the REST gateway (devnet unless --chain-rpc)
+  tollgate pay [flags] URL pay one x402-priced GET and print the body (tollgate pay --help)
   tollgate --help          show this help
 
 Every flag of serve can also be set with the environment variable
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return serve(ctx, cfg, stderr)
+	case "pay":
+		return pay(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}

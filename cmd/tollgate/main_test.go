@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -101,27 +102,28 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 // context shuts down cleanly.
 func TestServe(t *testing.T) {
 	t.Parallel()
-	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ls listeners
+	for _, l := range []*net.Listener{&ls.http, &ls.grpc, &ls.devnet} {
+		var err error
+		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	grpcLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	httpLis, grpcLis := ls.http, ls.grpc
 	fs, cfg := newServeFlags(envOf(nil))
 	if err := fs.Parse([]string{"--public-url", "http://" + httpLis.Addr().String(), "--data-dir", t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), httpLis, grpcLis) }()
+	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
 	base := "http://" + httpLis.Addr().String()
 	var resp *http.Response
+	var err error
 	for i := 0; ; i++ {
 		resp, err = http.Get(base + "/health")
 		if err == nil {
@@ -136,12 +138,32 @@ func TestServe(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("/health = %d", resp.StatusCode)
 	}
-	for path, want := range map[string]int{"/signal-pack": 200, "/regime": 200, "/candles?product=BTC-USD": 200, "/whales": 501} {
+	for path, want := range map[string]int{"/signal-pack": 402, "/regime": 402, "/candles?product=XYZ": 400, "/whales": 402, "/demo/regime": 200} {
 		resp, err := http.Get(base + path)
 		if err != nil || resp.StatusCode != want {
 			t.Fatalf("%s = %v, %v, want %d", path, resp, err, want)
 		}
 		resp.Body.Close()
+	}
+
+	// A paid call end to end: `tollgate pay` against the devnet.
+	var out, errOut bytes.Buffer
+	if err := run(ctx, []string{"pay", base + "/regime"}, envOf(nil), &out, &errOut); err != nil {
+		t.Fatalf("pay: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"regime":`) || !strings.Contains(errOut.String(), "settlement: success=true transaction=0x") {
+		t.Errorf("pay printed %q / %q", out.String(), errOut.String())
+	}
+	var m struct {
+		Totals struct{ Paid, Challenges int }
+	}
+	mresp, err := http.Get(base + "/metrics")
+	if err == nil {
+		_ = json.NewDecoder(mresp.Body).Decode(&m)
+		mresp.Body.Close()
+	}
+	if m.Totals.Paid != 1 || m.Totals.Challenges < 3 {
+		t.Errorf("metrics totals %+v", m.Totals)
 	}
 
 	conn, err := grpc.NewClient(grpcLis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -6,50 +6,91 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/gateway"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/store"
 )
+
+// Base mainnet facts (production mode).
+const (
+	baseChainID   = 8453
+	baseNetwork   = "eip155:8453"
+	baseNetworkV1 = "base"
+	baseUSDC      = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+	usdcName      = "USD Coin"
+	usdcVersion   = "2"
+	usdcDecimals  = 6
+)
+
+// listeners are the sockets serve binds before wiring.
+type listeners struct {
+	http, grpc, devnet net.Listener // devnet is nil outside devnet mode
+}
 
 // serve binds the listeners of cfg and serves until ctx ends.
 func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 	logger := newLogger(cfg, logOut)
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
 	var lc net.ListenConfig
-	grpcLis, err := lc.Listen(ctx, "tcp", cfg.GRPCAddr)
-	if err != nil {
-		return fmt.Errorf("grpc listener: %w", err)
+	var ls listeners
+	var err error
+	closeAll := func() {
+		for _, l := range []net.Listener{ls.http, ls.grpc, ls.devnet} {
+			if l != nil {
+				l.Close()
+			}
+		}
 	}
-	httpLis, err := lc.Listen(ctx, "tcp", cfg.HTTPAddr)
-	if err != nil {
-		grpcLis.Close()
-		return fmt.Errorf("http listener: %w", err)
+	for _, b := range []struct {
+		dst  *net.Listener
+		addr string
+		name string
+		want bool
+	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == ""}} {
+		if !b.want {
+			continue
+		}
+		if *b.dst, err = lc.Listen(ctx, "tcp", b.addr); err != nil {
+			closeAll()
+			return fmt.Errorf("%s listener: %w", b.name, err)
+		}
 	}
-	return serveOn(ctx, cfg, logger, httpLis, grpcLis)
+	return serveOn(ctx, cfg, logger, ls)
 }
 
-// serveOn serves on listeners the caller bound (tests pass ":0" ones) and
-// closes them when ctx ends, after a graceful shutdown.
-func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grpcLis net.Listener) (err error) {
+// serveOn wires everything on listeners the caller bound (tests pass ":0"
+// ones) and serves until ctx ends, then shuts down gracefully.
+func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners) (err error) {
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
 	defer func() {
 		if err != nil { // the servers close them on a clean shutdown
-			httpLis.Close()
-			grpcLis.Close()
+			ls.http.Close()
+			ls.grpc.Close()
 		}
 	}()
 	cat, err := catalog.Load()
@@ -60,11 +101,27 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 	if err != nil {
 		return err
 	}
+	ledger, err := store.OpenSQLite(ctx, cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	cleanups = append(cleanups, func() { ledger.Close() })
+	pay, err := newPayments(ctx, cfg, logger, ls.devnet)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, pay.close)
+	gate, err := payment.NewGate(pay.gateConfig, gateway.PaidRoutes(cat), pay.facilitator, ledger, logger)
+	if err != nil {
+		return err
+	}
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL: cfg.PublicURL,
 		Version:   buildVersion(),
 		Sources:   []service.DataSource{candleSource},
-	}, cat)
+		Mode:      pay.mode,
+		Terms:     pay.terms,
+	}, cat, gateCounters{gate})
 	if err != nil {
 		return err
 	}
@@ -79,7 +136,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 	}
 	reflection.Register(grpcSrv)
 
-	conn, err := grpc.NewClient(dialTarget(grpcLis.Addr()), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(dialTarget(ls.grpc.Addr()), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("gateway client: %w", err)
 	}
@@ -89,22 +146,26 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 		return err
 	}
 	httpSrv := &http.Server{
-		Handler:           gateway.AccessLog(logger, gw),
+		Handler:           gateway.AccessLog(logger, gate.Handler(gw)),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      cfg.RequestTimeout + 30*time.Second, // room for settlement after the handler
+		WriteTimeout:      cfg.RequestTimeout + 60*time.Second, // room for verify and settlement around the handler
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10, // payment headers are a few KiB
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
 	errc := make(chan error, 2)
-	go func() { errc <- grpcSrv.Serve(grpcLis) }()
-	go func() { errc <- httpSrv.Serve(httpLis) }()
+	go func() { errc <- grpcSrv.Serve(ls.grpc) }()
+	go func() { errc <- httpSrv.Serve(ls.http) }()
 	logger.Info("tollgate serving",
-		"http", httpLis.Addr().String(), "grpc", grpcLis.Addr().String(),
-		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "candles", candleSource.Name,
-		"version", buildVersion())
+		"http", ls.http.Addr().String(), "grpc", ls.grpc.Addr().String(),
+		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "mode", pay.mode, "candles", candleSource.Name,
+		"pay_to", pay.terms.PayTo, "facilitator", pay.terms.Facilitator, "version", buildVersion())
+	if pay.banner != "" {
+		logger.Warn("DEVNET: in-process test chain; payments are not real money")
+		fmt.Fprint(os.Stderr, pay.banner)
+	}
 	if candleSource.Synthetic {
 		logger.Warn("DEVNET candles: /candles, /regime and /signal-pack are computed from synthetic candles, not market data; set --candles-url for a real feed")
 	}
@@ -134,6 +195,130 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, httpLis, grp
 		return serveErr
 	}
 	return nil
+}
+
+// payments is the payment side of the deployment.
+type payments struct {
+	mode        string
+	gateConfig  payment.GateConfig
+	facilitator payment.Facilitator
+	terms       *service.PaymentTerms
+	banner      string
+	close       func()
+}
+
+// newPayments starts the devnet (when no --chain-rpc is set) and builds the
+// facilitator and the gate's terms.
+func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLis net.Listener) (*payments, error) {
+	p := &payments{mode: "production", close: func() {}}
+	gc := payment.GateConfig{
+		PublicURL: cfg.PublicURL, Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID),
+		Asset: common.HexToAddress(baseUSDC), AssetName: usdcName, AssetVersion: usdcVersion, Decimals: usdcDecimals,
+		MaxTimeout: cfg.MaxTimeout, SettleTimeout: 60 * time.Second,
+	}
+	rpcURL := cfg.ChainRPC
+	var key string
+	if cfg.ChainRPC == "" {
+		chain, err := devnet.Start(ctx, devnetLis)
+		if err != nil {
+			return nil, err
+		}
+		p.mode, p.close = "devnet", func() { chain.Close() }
+		rpcURL = chain.URL()
+		gc.Asset = chain.Token
+		gc.PayTo = chain.Account(devnet.PayToAccount).Address
+		key = fmt.Sprintf("%x", crypto.FromECDSA(chain.Account(devnet.FacilitatorAccount).Key))
+		p.banner = chain.Banner(cfg.PublicURL)
+	} else {
+		gc.PayTo = common.HexToAddress(cfg.PayTo)
+		k, err := facilitatorKey(cfg)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	if cfg.PayTo != "" {
+		gc.PayTo = common.HexToAddress(cfg.PayTo)
+	}
+	client, err := ethclient.DialContext(ctx, rpcURL)
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("chain rpc: %w", err)
+	}
+	prevClose := p.close
+	p.close = func() { client.Close(); prevClose() }
+	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
+		p.close()
+		return nil, fmt.Errorf("chain rpc %s: chain id %v (%v); want %d (Base)", rpcURL, id, err, baseChainID)
+	}
+	facilitatorName := "self-hosted"
+	switch {
+	case cfg.Facilitator != "":
+		fc, err := payment.NewClient(payment.ClientConfig{URL: cfg.Facilitator, Timeout: 90 * time.Second, CDPKeyID: os.Getenv("CDP_API_KEY_ID"), CDPKeySecret: os.Getenv("CDP_API_KEY_SECRET")}, &http.Client{})
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.facilitator, facilitatorName = fc, cfg.Facilitator
+	default:
+		k, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(key), "0x"))
+		if err != nil {
+			p.close()
+			return nil, errors.New("facilitator key is not a hex secp256k1 key")
+		}
+		local, err := payment.NewLocal(payment.LocalConfig{
+			ChainID: big.NewInt(baseChainID), Key: k,
+			Assets: []payment.Asset{{Address: gc.Asset, Name: gc.AssetName, Version: gc.AssetVersion}},
+			Grace:  6 * time.Second, ReceiptTimeout: 30 * time.Second,
+		}, client)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.facilitator = local
+		logger.Info("self-hosted facilitator", "signer", local.Signer().Hex())
+	}
+	p.gateConfig = gc
+	p.terms = &service.PaymentTerms{
+		Network: gc.Network, NetworkV1: gc.NetworkV1, Asset: gc.Asset.Hex(), AssetName: gc.AssetName,
+		AssetVersion: gc.AssetVersion, Decimals: gc.Decimals, PayTo: gc.PayTo.Hex(), MaxTimeoutSeconds: gc.MaxTimeout,
+		Facilitator: facilitatorName,
+	}
+	return p, nil
+}
+
+// facilitatorKey reads the gas key from TOLLGATE_FACILITATOR_KEY or the
+// key file. It is never logged.
+func facilitatorKey(cfg *config) (string, error) {
+	if cfg.FacilitatorKey != "" {
+		return cfg.FacilitatorKey, nil
+	}
+	if cfg.KeyFile != "" {
+		b, err := os.ReadFile(cfg.KeyFile)
+		if err != nil {
+			return "", fmt.Errorf("facilitator key file: %w", err)
+		}
+		return string(b), nil
+	}
+	return "", nil
+}
+
+// gateCounters adapts the gate's counters (atomic units) to /metrics (USD).
+type gateCounters struct{ gate *payment.Gate }
+
+func (g gateCounters) Counters(ctx context.Context) (map[string]service.OpCounters, error) {
+	cs, err := g.gate.Counters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(g.gate.Decimals())), nil)
+	out := map[string]service.OpCounters{}
+	for name, c := range cs {
+		amount, _ := new(big.Int).SetString(c.Amount, 10)
+		usd := new(big.Rat).SetFrac(amount, unit)
+		out[name] = service.OpCounters{Challenges: c.Challenges, Paid: c.Paid, RevenueUSD: usd.FloatString(g.gate.Decimals())}
+	}
+	return out, nil
 }
 
 // newCandles builds the candle store: Coinbase Exchange at --candles-url,

@@ -303,7 +303,11 @@ type GetProjectResponse struct {
 	Free       []*FreeOperation `protobuf:"bytes,9,rep,name=free,proto3" json:"free,omitempty"`
 	Disclaimer string           `protobuf:"bytes,10,opt,name=disclaimer,proto3" json:"disclaimer,omitempty"`
 	// Where the data comes from.
-	Sources       []*DataSource `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
+	Sources []*DataSource `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
+	// "devnet" (in-process test chain, nothing is real money) or "production".
+	Mode string `protobuf:"bytes,12,opt,name=mode,proto3" json:"mode,omitempty"`
+	// How to pay: the x402 terms every paid operation shares.
+	Terms         *PaymentTerms `protobuf:"bytes,13,opt,name=terms,proto3" json:"terms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -415,6 +419,143 @@ func (x *GetProjectResponse) GetSources() []*DataSource {
 	return nil
 }
 
+func (x *GetProjectResponse) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *GetProjectResponse) GetTerms() *PaymentTerms {
+	if x != nil {
+		return x.Terms
+	}
+	return nil
+}
+
+// The x402 terms of the paid operations.
+type PaymentTerms struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "exact" (EIP-3009 transferWithAuthorization).
+	Scheme string `protobuf:"bytes,1,opt,name=scheme,proto3" json:"scheme,omitempty"`
+	// CAIP-2 network and its x402 v1 name.
+	Network   string `protobuf:"bytes,2,opt,name=network,proto3" json:"network,omitempty"`
+	NetworkV1 string `protobuf:"bytes,3,opt,name=network_v1,json=networkV1,proto3" json:"network_v1,omitempty"`
+	// Token paid in, with its EIP-712 domain and decimals.
+	Asset        string `protobuf:"bytes,4,opt,name=asset,proto3" json:"asset,omitempty"`
+	AssetName    string `protobuf:"bytes,5,opt,name=asset_name,json=assetName,proto3" json:"asset_name,omitempty"`
+	AssetVersion string `protobuf:"bytes,6,opt,name=asset_version,json=assetVersion,proto3" json:"asset_version,omitempty"`
+	Decimals     int32  `protobuf:"varint,7,opt,name=decimals,proto3" json:"decimals,omitempty"`
+	// Receiving address.
+	PayTo string `protobuf:"bytes,8,opt,name=pay_to,json=payTo,proto3" json:"pay_to,omitempty"`
+	// Validity window asked of authorizations, seconds.
+	MaxTimeoutSeconds int32 `protobuf:"varint,9,opt,name=max_timeout_seconds,json=maxTimeoutSeconds,proto3" json:"max_timeout_seconds,omitempty"`
+	// "self-hosted" or the remote facilitator's URL.
+	Facilitator   string `protobuf:"bytes,10,opt,name=facilitator,proto3" json:"facilitator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaymentTerms) Reset() {
+	*x = PaymentTerms{}
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaymentTerms) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaymentTerms) ProtoMessage() {}
+
+func (x *PaymentTerms) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaymentTerms.ProtoReflect.Descriptor instead.
+func (*PaymentTerms) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PaymentTerms) GetScheme() string {
+	if x != nil {
+		return x.Scheme
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetNetworkV1() string {
+	if x != nil {
+		return x.NetworkV1
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetAsset() string {
+	if x != nil {
+		return x.Asset
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetAssetName() string {
+	if x != nil {
+		return x.AssetName
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetAssetVersion() string {
+	if x != nil {
+		return x.AssetVersion
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetDecimals() int32 {
+	if x != nil {
+		return x.Decimals
+	}
+	return 0
+}
+
+func (x *PaymentTerms) GetPayTo() string {
+	if x != nil {
+		return x.PayTo
+	}
+	return ""
+}
+
+func (x *PaymentTerms) GetMaxTimeoutSeconds() int32 {
+	if x != nil {
+		return x.MaxTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *PaymentTerms) GetFacilitator() string {
+	if x != nil {
+		return x.Facilitator
+	}
+	return ""
+}
+
 // An upstream the answers are computed from.
 type DataSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -432,7 +573,7 @@ type DataSource struct {
 
 func (x *DataSource) Reset() {
 	*x = DataSource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +585,7 @@ func (x *DataSource) String() string {
 func (*DataSource) ProtoMessage() {}
 
 func (x *DataSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +598,7 @@ func (x *DataSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataSource.ProtoReflect.Descriptor instead.
 func (*DataSource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DataSource) GetKind() string {
@@ -510,7 +651,7 @@ type PaidOperation struct {
 
 func (x *PaidOperation) Reset() {
 	*x = PaidOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +663,7 @@ func (x *PaidOperation) String() string {
 func (*PaidOperation) ProtoMessage() {}
 
 func (x *PaidOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +676,7 @@ func (x *PaidOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaidOperation.ProtoReflect.Descriptor instead.
 func (*PaidOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PaidOperation) GetName() string {
@@ -620,7 +761,7 @@ type Parameter struct {
 
 func (x *Parameter) Reset() {
 	*x = Parameter{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +773,7 @@ func (x *Parameter) String() string {
 func (*Parameter) ProtoMessage() {}
 
 func (x *Parameter) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +786,7 @@ func (x *Parameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parameter.ProtoReflect.Descriptor instead.
 func (*Parameter) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Parameter) GetName() string {
@@ -739,7 +880,7 @@ type FreeOperation struct {
 
 func (x *FreeOperation) Reset() {
 	*x = FreeOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +892,7 @@ func (x *FreeOperation) String() string {
 func (*FreeOperation) ProtoMessage() {}
 
 func (x *FreeOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +905,7 @@ func (x *FreeOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeOperation.ProtoReflect.Descriptor instead.
 func (*FreeOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FreeOperation) GetName() string {
@@ -810,7 +951,7 @@ type GetLlmsTxtRequest struct {
 
 func (x *GetLlmsTxtRequest) Reset() {
 	*x = GetLlmsTxtRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +963,7 @@ func (x *GetLlmsTxtRequest) String() string {
 func (*GetLlmsTxtRequest) ProtoMessage() {}
 
 func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +976,7 @@ func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtRequest.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 type GetLlmsTxtResponse struct {
@@ -847,7 +988,7 @@ type GetLlmsTxtResponse struct {
 
 func (x *GetLlmsTxtResponse) Reset() {
 	*x = GetLlmsTxtResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1000,7 @@ func (x *GetLlmsTxtResponse) String() string {
 func (*GetLlmsTxtResponse) ProtoMessage() {}
 
 func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1013,7 @@ func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtResponse.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetLlmsTxtResponse) GetBody() *httpbody.HttpBody {
@@ -890,7 +1031,7 @@ type GetOpenAPIRequest struct {
 
 func (x *GetOpenAPIRequest) Reset() {
 	*x = GetOpenAPIRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +1043,7 @@ func (x *GetOpenAPIRequest) String() string {
 func (*GetOpenAPIRequest) ProtoMessage() {}
 
 func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +1056,7 @@ func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 type GetOpenAPIResponse struct {
@@ -927,7 +1068,7 @@ type GetOpenAPIResponse struct {
 
 func (x *GetOpenAPIResponse) Reset() {
 	*x = GetOpenAPIResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1080,7 @@ func (x *GetOpenAPIResponse) String() string {
 func (*GetOpenAPIResponse) ProtoMessage() {}
 
 func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1093,7 @@ func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIResponse.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetOpenAPIResponse) GetBody() *httpbody.HttpBody {
@@ -972,7 +1113,7 @@ type GetDemoRequest struct {
 
 func (x *GetDemoRequest) Reset() {
 	*x = GetDemoRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1125,7 @@ func (x *GetDemoRequest) String() string {
 func (*GetDemoRequest) ProtoMessage() {}
 
 func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1138,7 @@ func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoRequest.ProtoReflect.Descriptor instead.
 func (*GetDemoRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetDemoRequest) GetOp() string {
@@ -1027,7 +1168,7 @@ type GetDemoResponse struct {
 
 func (x *GetDemoResponse) Reset() {
 	*x = GetDemoResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1180,7 @@ func (x *GetDemoResponse) String() string {
 func (*GetDemoResponse) ProtoMessage() {}
 
 func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1193,7 @@ func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoResponse.ProtoReflect.Descriptor instead.
 func (*GetDemoResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetDemoResponse) GetSample() isGetDemoResponse_Sample {
@@ -1209,7 +1350,7 @@ type GetX402DiscoveryRequest struct {
 
 func (x *GetX402DiscoveryRequest) Reset() {
 	*x = GetX402DiscoveryRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1362,7 @@ func (x *GetX402DiscoveryRequest) String() string {
 func (*GetX402DiscoveryRequest) ProtoMessage() {}
 
 func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1375,7 @@ func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
 }
 
 // Paid resources, in the x402scan discovery shape plus details.
@@ -1257,7 +1398,7 @@ type GetX402DiscoveryResponse struct {
 
 func (x *GetX402DiscoveryResponse) Reset() {
 	*x = GetX402DiscoveryResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1410,7 @@ func (x *GetX402DiscoveryResponse) String() string {
 func (*GetX402DiscoveryResponse) ProtoMessage() {}
 
 func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1423,7 @@ func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetX402DiscoveryResponse) GetVersion() int32 {
@@ -1343,7 +1484,7 @@ type X402Resource struct {
 
 func (x *X402Resource) Reset() {
 	*x = X402Resource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1496,7 @@ func (x *X402Resource) String() string {
 func (*X402Resource) ProtoMessage() {}
 
 func (x *X402Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1509,7 @@ func (x *X402Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use X402Resource.ProtoReflect.Descriptor instead.
 func (*X402Resource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *X402Resource) GetResource() string {
@@ -1421,7 +1562,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1433,7 +1574,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1446,7 +1587,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
 }
 
 // Counters since the ledger began.
@@ -1463,7 +1604,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1616,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1629,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetMetricsResponse) GetAsOf() string {
@@ -1531,7 +1672,7 @@ type EndpointCounters struct {
 
 func (x *EndpointCounters) Reset() {
 	*x = EndpointCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1684,7 @@ func (x *EndpointCounters) String() string {
 func (*EndpointCounters) ProtoMessage() {}
 
 func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1697,7 @@ func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointCounters.ProtoReflect.Descriptor instead.
 func (*EndpointCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EndpointCounters) GetName() string {
@@ -1615,7 +1756,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1768,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1781,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Error) GetError() string {
@@ -1694,7 +1835,7 @@ type PaymentRequired struct {
 
 func (x *PaymentRequired) Reset() {
 	*x = PaymentRequired{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1847,7 @@ func (x *PaymentRequired) String() string {
 func (*PaymentRequired) ProtoMessage() {}
 
 func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1860,7 @@ func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequired.ProtoReflect.Descriptor instead.
 func (*PaymentRequired) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaymentRequired) GetX402Version() int32 {
@@ -1777,7 +1918,7 @@ type PaymentRequirements struct {
 
 func (x *PaymentRequirements) Reset() {
 	*x = PaymentRequirements{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1930,7 @@ func (x *PaymentRequirements) String() string {
 func (*PaymentRequirements) ProtoMessage() {}
 
 func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1943,7 @@ func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequirements.ProtoReflect.Descriptor instead.
 func (*PaymentRequirements) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaymentRequirements) GetScheme() string {
@@ -1893,7 +2034,7 @@ type PaymentExtra struct {
 
 func (x *PaymentExtra) Reset() {
 	*x = PaymentExtra{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2046,7 @@ func (x *PaymentExtra) String() string {
 func (*PaymentExtra) ProtoMessage() {}
 
 func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2059,7 @@ func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentExtra.ProtoReflect.Descriptor instead.
 func (*PaymentExtra) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaymentExtra) GetName() string {
@@ -1953,7 +2094,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\x13\n" +
-	"\x11GetProjectRequest\"\x89\x03\n" +
+	"\x11GetProjectRequest\"\xce\x03\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -1969,7 +2110,23 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"disclaimer\x18\n" +
 	" \x01(\tR\n" +
 	"disclaimer\x121\n" +
-	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\"t\n" +
+	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\x12\x12\n" +
+	"\x04mode\x18\f \x01(\tR\x04mode\x12/\n" +
+	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsR\x05terms\"\xbe\x02\n" +
+	"\fPaymentTerms\x12\x16\n" +
+	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12\x18\n" +
+	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x1d\n" +
+	"\n" +
+	"network_v1\x18\x03 \x01(\tR\tnetworkV1\x12\x14\n" +
+	"\x05asset\x18\x04 \x01(\tR\x05asset\x12\x1d\n" +
+	"\n" +
+	"asset_name\x18\x05 \x01(\tR\tassetName\x12#\n" +
+	"\rasset_version\x18\x06 \x01(\tR\fassetVersion\x12\x1a\n" +
+	"\bdecimals\x18\a \x01(\x05R\bdecimals\x12\x15\n" +
+	"\x06pay_to\x18\b \x01(\tR\x05payTo\x12.\n" +
+	"\x13max_timeout_seconds\x18\t \x01(\x05R\x11maxTimeoutSeconds\x12 \n" +
+	"\vfacilitator\x18\n" +
+	" \x01(\tR\vfacilitator\"t\n" +
 	"\n" +
 	"DataSource\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
@@ -2132,7 +2289,7 @@ func file_tollgate_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_discovery_proto_rawDescData
 }
 
-var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetIndexRequest)(nil),          // 0: tollgate.v1.GetIndexRequest
 	(*GetIndexResponse)(nil),         // 1: tollgate.v1.GetIndexResponse
@@ -2140,83 +2297,85 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetHealthResponse)(nil),        // 3: tollgate.v1.GetHealthResponse
 	(*GetProjectRequest)(nil),        // 4: tollgate.v1.GetProjectRequest
 	(*GetProjectResponse)(nil),       // 5: tollgate.v1.GetProjectResponse
-	(*DataSource)(nil),               // 6: tollgate.v1.DataSource
-	(*PaidOperation)(nil),            // 7: tollgate.v1.PaidOperation
-	(*Parameter)(nil),                // 8: tollgate.v1.Parameter
-	(*FreeOperation)(nil),            // 9: tollgate.v1.FreeOperation
-	(*GetLlmsTxtRequest)(nil),        // 10: tollgate.v1.GetLlmsTxtRequest
-	(*GetLlmsTxtResponse)(nil),       // 11: tollgate.v1.GetLlmsTxtResponse
-	(*GetOpenAPIRequest)(nil),        // 12: tollgate.v1.GetOpenAPIRequest
-	(*GetOpenAPIResponse)(nil),       // 13: tollgate.v1.GetOpenAPIResponse
-	(*GetDemoRequest)(nil),           // 14: tollgate.v1.GetDemoRequest
-	(*GetDemoResponse)(nil),          // 15: tollgate.v1.GetDemoResponse
-	(*GetX402DiscoveryRequest)(nil),  // 16: tollgate.v1.GetX402DiscoveryRequest
-	(*GetX402DiscoveryResponse)(nil), // 17: tollgate.v1.GetX402DiscoveryResponse
-	(*X402Resource)(nil),             // 18: tollgate.v1.X402Resource
-	(*GetMetricsRequest)(nil),        // 19: tollgate.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 20: tollgate.v1.GetMetricsResponse
-	(*EndpointCounters)(nil),         // 21: tollgate.v1.EndpointCounters
-	(*Error)(nil),                    // 22: tollgate.v1.Error
-	(*PaymentRequired)(nil),          // 23: tollgate.v1.PaymentRequired
-	(*PaymentRequirements)(nil),      // 24: tollgate.v1.PaymentRequirements
-	(*PaymentExtra)(nil),             // 25: tollgate.v1.PaymentExtra
-	(*httpbody.HttpBody)(nil),        // 26: google.api.HttpBody
-	(*GetCandlesResponse)(nil),       // 27: tollgate.v1.GetCandlesResponse
-	(*GetRugCheckResponse)(nil),      // 28: tollgate.v1.GetRugCheckResponse
-	(*GetWhalesResponse)(nil),        // 29: tollgate.v1.GetWhalesResponse
-	(*GetSignalResponse)(nil),        // 30: tollgate.v1.GetSignalResponse
-	(*GetSignalPackResponse)(nil),    // 31: tollgate.v1.GetSignalPackResponse
-	(*GetTokenResponse)(nil),         // 32: tollgate.v1.GetTokenResponse
-	(*GetRegimeResponse)(nil),        // 33: tollgate.v1.GetRegimeResponse
-	(*GetLanesResponse)(nil),         // 34: tollgate.v1.GetLanesResponse
-	(*GetForecastResponse)(nil),      // 35: tollgate.v1.GetForecastResponse
-	(*wrapperspb.DoubleValue)(nil),   // 36: google.protobuf.DoubleValue
-	(*structpb.Struct)(nil),          // 37: google.protobuf.Struct
+	(*PaymentTerms)(nil),             // 6: tollgate.v1.PaymentTerms
+	(*DataSource)(nil),               // 7: tollgate.v1.DataSource
+	(*PaidOperation)(nil),            // 8: tollgate.v1.PaidOperation
+	(*Parameter)(nil),                // 9: tollgate.v1.Parameter
+	(*FreeOperation)(nil),            // 10: tollgate.v1.FreeOperation
+	(*GetLlmsTxtRequest)(nil),        // 11: tollgate.v1.GetLlmsTxtRequest
+	(*GetLlmsTxtResponse)(nil),       // 12: tollgate.v1.GetLlmsTxtResponse
+	(*GetOpenAPIRequest)(nil),        // 13: tollgate.v1.GetOpenAPIRequest
+	(*GetOpenAPIResponse)(nil),       // 14: tollgate.v1.GetOpenAPIResponse
+	(*GetDemoRequest)(nil),           // 15: tollgate.v1.GetDemoRequest
+	(*GetDemoResponse)(nil),          // 16: tollgate.v1.GetDemoResponse
+	(*GetX402DiscoveryRequest)(nil),  // 17: tollgate.v1.GetX402DiscoveryRequest
+	(*GetX402DiscoveryResponse)(nil), // 18: tollgate.v1.GetX402DiscoveryResponse
+	(*X402Resource)(nil),             // 19: tollgate.v1.X402Resource
+	(*GetMetricsRequest)(nil),        // 20: tollgate.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 21: tollgate.v1.GetMetricsResponse
+	(*EndpointCounters)(nil),         // 22: tollgate.v1.EndpointCounters
+	(*Error)(nil),                    // 23: tollgate.v1.Error
+	(*PaymentRequired)(nil),          // 24: tollgate.v1.PaymentRequired
+	(*PaymentRequirements)(nil),      // 25: tollgate.v1.PaymentRequirements
+	(*PaymentExtra)(nil),             // 26: tollgate.v1.PaymentExtra
+	(*httpbody.HttpBody)(nil),        // 27: google.api.HttpBody
+	(*GetCandlesResponse)(nil),       // 28: tollgate.v1.GetCandlesResponse
+	(*GetRugCheckResponse)(nil),      // 29: tollgate.v1.GetRugCheckResponse
+	(*GetWhalesResponse)(nil),        // 30: tollgate.v1.GetWhalesResponse
+	(*GetSignalResponse)(nil),        // 31: tollgate.v1.GetSignalResponse
+	(*GetSignalPackResponse)(nil),    // 32: tollgate.v1.GetSignalPackResponse
+	(*GetTokenResponse)(nil),         // 33: tollgate.v1.GetTokenResponse
+	(*GetRegimeResponse)(nil),        // 34: tollgate.v1.GetRegimeResponse
+	(*GetLanesResponse)(nil),         // 35: tollgate.v1.GetLanesResponse
+	(*GetForecastResponse)(nil),      // 36: tollgate.v1.GetForecastResponse
+	(*wrapperspb.DoubleValue)(nil),   // 37: google.protobuf.DoubleValue
+	(*structpb.Struct)(nil),          // 38: google.protobuf.Struct
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
-	7,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
-	9,  // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
-	6,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
-	8,  // 3: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
-	26, // 4: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
-	26, // 5: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
-	27, // 6: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
-	28, // 7: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
-	29, // 8: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
-	30, // 9: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
-	31, // 10: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
-	32, // 11: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
-	33, // 12: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
-	34, // 13: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
-	35, // 14: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
-	18, // 15: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	21, // 16: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	21, // 17: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	36, // 18: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	24, // 19: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	37, // 20: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	25, // 21: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 22: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 23: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 24: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	10, // 25: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	12, // 26: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	14, // 27: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	16, // 28: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	19, // 29: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 30: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 31: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 32: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	11, // 33: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	13, // 34: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	15, // 35: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	17, // 36: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	20, // 37: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	30, // [30:38] is the sub-list for method output_type
-	22, // [22:30] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	8,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
+	10, // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
+	7,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
+	6,  // 3: tollgate.v1.GetProjectResponse.terms:type_name -> tollgate.v1.PaymentTerms
+	9,  // 4: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
+	27, // 5: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
+	27, // 6: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
+	28, // 7: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
+	29, // 8: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
+	30, // 9: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
+	31, // 10: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
+	32, // 11: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
+	33, // 12: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
+	34, // 13: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
+	35, // 14: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
+	36, // 15: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
+	19, // 16: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
+	22, // 17: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	22, // 18: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	37, // 19: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	25, // 20: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	38, // 21: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	26, // 22: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 23: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 24: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 25: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	11, // 26: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	13, // 27: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	15, // 28: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	17, // 29: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	20, // 30: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 31: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 32: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 33: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	12, // 34: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	14, // 35: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	16, // 36: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	18, // 37: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	21, // 38: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	31, // [31:39] is the sub-list for method output_type
+	23, // [23:31] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
@@ -2226,8 +2385,8 @@ func file_tollgate_v1_discovery_proto_init() {
 	}
 	file_tollgate_v1_analytics_proto_init()
 	file_tollgate_v1_options_proto_init()
-	file_tollgate_v1_discovery_proto_msgTypes[8].OneofWrappers = []any{}
-	file_tollgate_v1_discovery_proto_msgTypes[15].OneofWrappers = []any{
+	file_tollgate_v1_discovery_proto_msgTypes[9].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[16].OneofWrappers = []any{
 		(*GetDemoResponse_Candles)(nil),
 		(*GetDemoResponse_Rugcheck)(nil),
 		(*GetDemoResponse_Whales)(nil),
@@ -2238,16 +2397,16 @@ func file_tollgate_v1_discovery_proto_init() {
 		(*GetDemoResponse_Lanes)(nil),
 		(*GetDemoResponse_Forecast)(nil),
 	}
-	file_tollgate_v1_discovery_proto_msgTypes[22].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[23].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[24].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[25].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_discovery_proto_rawDesc), len(file_tollgate_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
