@@ -306,7 +306,8 @@ type GetProjectResponse struct {
 	Sources []*DataSource `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
 	// "devnet" (in-process test chain, nothing is real money) or "production".
 	Mode string `protobuf:"bytes,12,opt,name=mode,proto3" json:"mode,omitempty"`
-	// How to pay: the x402 terms every paid operation shares.
+	// How to pay: the x402 terms every paid operation shares; null when
+	// this server takes no payments.
 	Terms         *PaymentTerms `protobuf:"bytes,13,opt,name=terms,proto3" json:"terms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2094,7 +2095,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\x13\n" +
-	"\x11GetProjectRequest\"\xce\x03\n" +
+	"\x11GetProjectRequest\"\xd6\x03\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -2111,8 +2112,8 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"disclaimer\x121\n" +
 	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\x12\x12\n" +
-	"\x04mode\x18\f \x01(\tR\x04mode\x12/\n" +
-	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsR\x05terms\"\xbe\x02\n" +
+	"\x04mode\x18\f \x01(\tR\x04mode\x127\n" +
+	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsB\x06\x9a\xb5\x18\x02H\x01R\x05terms\"\xbe\x02\n" +
 	"\fPaymentTerms\x12\x16\n" +
 	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x1d\n" +
