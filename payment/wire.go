@@ -138,6 +138,11 @@ func DecodeHeader(value string, version int) (*Payment, error) {
 	if err != nil {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not base64"}
 	}
+	return DecodePayload(raw, version)
+}
+
+// DecodePayload decodes a PaymentPayload JSON of the given version.
+func DecodePayload(raw []byte, version int) (*Payment, error) {
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not a JSON PaymentPayload: " + err.Error()}
@@ -151,6 +156,7 @@ func DecodeHeader(value string, version int) (*Payment, error) {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is missing"}
 	}
 	p := &Payment{Version: version, Scheme: w.Scheme, Network: w.Network, Accepted: w.Accepted, Raw: raw}
+	var err error
 	if version == 2 {
 		if w.Accepted == nil {
 			return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "accepted is missing"}
