@@ -215,8 +215,12 @@ func (d *Discovery) GetMetrics(ctx context.Context, _ *tollgatev1.GetMetricsRequ
 }
 
 func endpointCounters(name string, c OpCounters) *tollgatev1.EndpointCounters {
+	revenue := "0"
+	if r, ok := new(big.Rat).SetString(orZero(c.RevenueUSD)); ok {
+		revenue = decimalString(r)
+	}
 	out := &tollgatev1.EndpointCounters{
-		Name: name, Challenges: uint32(min(c.Challenges, 1<<32-1)), Paid: uint32(min(c.Paid, 1<<32-1)), RevenueUsd: orZero(c.RevenueUSD),
+		Name: name, Challenges: uint32(min(c.Challenges, 1<<32-1)), Paid: uint32(min(c.Paid, 1<<32-1)), RevenueUsd: revenue,
 	}
 	if c.Challenges > 0 {
 		out.Conversion = wrapperspb.Double(float64(c.Paid) / float64(c.Challenges))

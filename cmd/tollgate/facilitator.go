@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/tollgate/tollgate/payment"
+)
+
+// facilitator runs `tollgate facilitator`: the self-hosted facilitator as
+// a standard x402 facilitator HTTP API (POST /verify, POST /settle, GET
+// /supported) for other x402 servers.
+func facilitator(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("facilitator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("http", "127.0.0.1:8403", "listen address of the facilitator API")
+	rpcURL := fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of a Base node (chain id 8453), or the devnet's")
+	asset := fs.String("asset", baseUSDC, "EIP-3009 token accepted (default USDC on Base)")
+	keyFile := fs.String("facilitator-key-file", getenv("TOLLGATE_FACILITATOR_KEY_FILE"), "file holding the hex gas key (or set TOLLGATE_FACILITATOR_KEY)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *rpcURL == "" || !common.IsHexAddress(*asset) {
+		return errors.New("facilitator: --chain-rpc and a valid --asset are required")
+	}
+	keyHex, err := facilitatorKey(&config{FacilitatorKey: getenv("TOLLGATE_FACILITATOR_KEY"), KeyFile: *keyFile})
+	if err != nil || keyHex == "" {
+		return errors.New("facilitator: a gas key is required: TOLLGATE_FACILITATOR_KEY or --facilitator-key-file")
+	}
+	key, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(keyHex), "0x"))
+	if err != nil {
+		return errors.New("facilitator: the gas key is not a hex secp256k1 key")
+	}
+	client, err := ethclient.DialContext(ctx, *rpcURL)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
+		return fmt.Errorf("facilitator: chain id %v (%v); want %d", id, err, baseChainID)
+	}
+	local, err := payment.NewLocal(payment.LocalConfig{
+		ChainID: big.NewInt(baseChainID), Key: key,
+		Assets:  []payment.Asset{{Address: common.HexToAddress(*asset), Name: usdcName, Version: usdcVersion}},
+		Grace:   6 * time.Second, ReceiptTimeout: 60 * time.Second,
+	}, client)
+	if err != nil {
+		return err
+	}
+	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID)}, local)
+	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 120 * time.Second}
+	fmt.Fprintf(stderr, "facilitator on http://%s (signer %s, asset %s)\n", lis.Addr(), local.Signer().Hex(), *asset)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/store"
+)
+
+// TestInteropOfficialClients: the official npm x402 clients (x402-fetch
+// 1.2.0 for v1, @x402/fetch + @x402/evm 2.27.0 for v2, pinned in
+// .ci/interop/package-lock.json) pay a running devnet Tollgate; each
+// payment is in the ledger, in /metrics and a token transfer on chain.
+// It needs node and `npm ci` in .ci/interop; .ci/run provides both and
+// sets TOLLGATE_REQUIRE_INTEROP=1 so that it cannot skip there.
+func TestInteropOfficialClients(t *testing.T) {
+	dir, _ := filepath.Abs("../../.ci/interop")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "x402-fetch")); err != nil {
+		if os.Getenv("TOLLGATE_REQUIRE_INTEROP") != "" {
+			t.Fatalf("interop clients not installed in %s (npm ci)", dir)
+		}
+		t.Skip("npm x402 clients not installed (cd .ci/interop && npm ci)")
+	}
+	var ls listeners
+	for _, l := range []*net.Listener{&ls.http, &ls.grpc, &ls.devnet} {
+		var err error
+		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := "http://" + ls.http.Addr().String()
+	dataDir := t.TempDir()
+	fs, cfg := newServeFlags(envOf(nil))
+	if err := fs.Parse([]string{"--public-url", base, "--data-dir", dataDir}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
+	defer func() { cancel(); <-done }()
+	waitHealthy(t, base)
+
+	key, _ := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
+	cmd := exec.Command("node", filepath.Join(dir, "pay.mjs"), base, fmt.Sprintf("0x%x", crypto.FromECDSA(key)))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	client, err := ethclient.Dial("http://" + ls.devnet.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	var txs []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r struct {
+			Client     string
+			Status     int
+			Body       string
+			Settlement *payment.SettleResponse
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if r.Status != 200 || r.Settlement == nil || !r.Settlement.Success || !json.Valid([]byte(r.Body)) {
+			t.Fatalf("%s: status %d settlement %+v body %.200s", r.Client, r.Status, r.Settlement, r.Body)
+		}
+		rcpt, err := client.TransactionReceipt(context.Background(), common.HexToHash(r.Settlement.Transaction))
+		if err != nil || rcpt.Status != 1 || len(rcpt.Logs) == 0 {
+			t.Fatalf("%s: settlement %s on chain: %v %v", r.Client, r.Settlement.Transaction, rcpt, err)
+		}
+		transfer := crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
+		found := false
+		for _, l := range rcpt.Logs {
+			found = found || l.Topics[0] == transfer && common.BytesToAddress(l.Topics[1].Bytes()) == crypto.PubkeyToAddress(key.PublicKey)
+		}
+		if !found {
+			t.Errorf("%s: no Transfer from the payer in %s", r.Client, r.Settlement.Transaction)
+		}
+		txs = append(txs, r.Settlement.Transaction)
+		t.Logf("%s paid: %s", r.Client, r.Settlement.Transaction)
+	}
+	if len(txs) != 2 {
+		t.Fatalf("%d payments, want 2", len(txs))
+	}
+	ledger, err := store.OpenSQLite(context.Background(), dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ledger.Close()
+	recs, err := ledger.Payments(context.Background())
+	if err != nil || len(recs) != 2 || recs[0].Tx != txs[0] || recs[1].Tx != txs[1] || recs[0].Version != 1 || recs[1].Version != 2 {
+		t.Fatalf("ledger %+v %v", recs, err)
+	}
+	var m struct {
+		Endpoints []struct {
+			Name       string
+			Paid       int
+			RevenueUsd string
+		}
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	got := map[string]string{}
+	for _, e := range m.Endpoints {
+		if e.Paid > 0 {
+			got[e.Name] = fmt.Sprintf("%d/%s", e.Paid, e.RevenueUsd)
+		}
+	}
+	if got["regime"] != "1/0.05" || got["candles"] != "1/0.02" || len(got) != 2 {
+		t.Errorf("/metrics paid = %v", got)
+	}
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("server did not come up")
+}
