@@ -53,8 +53,8 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	}
 	local, err := payment.NewLocal(payment.LocalConfig{
 		ChainID: big.NewInt(baseChainID), Key: key,
-		Assets:  []payment.Asset{{Address: common.HexToAddress(*asset), Name: usdcName, Version: usdcVersion}},
-		Grace:   6 * time.Second, ReceiptTimeout: 60 * time.Second,
+		Assets: []payment.Asset{{Address: common.HexToAddress(*asset), Name: usdcName, Version: usdcVersion}},
+		Grace:  6 * time.Second, ReceiptTimeout: 60 * time.Second,
 	}, client)
 	if err != nil {
 		return err
