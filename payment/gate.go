@@ -14,6 +14,7 @@ package payment
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +104,15 @@ type route struct {
 	Route
 	amount     *big.Int
 	challenges atomic.Uint64
+	// The unpaid challenge, pre-encoded around the one part that varies
+	// per request (the resource URL): the hot path splices, never marshals.
+	v1Body, v2JSON [2][]byte
 }
+
+// resourceMark stands for the resource URL in the pre-encoded challenge.
+const resourceMark = "\"tollgate-resource-url\""
+
+var errNoPayment = &VerifyError{Reason: "payment_required", Message: "payment required: send " + HeaderPaymentV2 + " (x402 v2) or " + HeaderPaymentV1 + " (x402 v1)"}
 
 // NewGate returns the interceptor for routes; it does no I/O.
 func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, logger *slog.Logger) (*Gate, error) {
@@ -116,7 +125,26 @@ func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, logger *sl
 		if err != nil {
 			return nil, fmt.Errorf("gate: route %s: %w", r.Name, err)
 		}
-		g.routes = append(g.routes, &route{Route: r, amount: amount})
+		rt := &route{Route: r, amount: amount}
+		req := g.requirementFor(rt, "tollgate-resource-url")
+		v1, v2 := g.challengeObjects(req, errNoPayment)
+		for i, v := range []any{v1, v2} {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			before, after, ok := bytes.Cut(b, []byte(resourceMark))
+			if !ok || bytes.Contains(after, []byte(resourceMark)) {
+				return nil, errors.New("gate: the challenge must name its resource exactly once")
+			}
+			parts := [2][]byte{before, after}
+			if i == 0 {
+				rt.v1Body = parts
+			} else {
+				rt.v2JSON = parts
+			}
+		}
+		g.routes = append(g.routes, rt)
 	}
 	return g, nil
 }
@@ -162,16 +190,16 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r) // the handler answers 400; nothing is charged
 			return
 		}
-		req := g.requirement(rt, r)
 		header, version := r.Header.Get(HeaderPaymentV2), 2
 		if header == "" {
 			header, version = r.Header.Get(HeaderPaymentV1), 1
 		}
 		if header == "" {
 			rt.challenges.Add(1)
-			g.challenge(w, req, &VerifyError{Reason: "payment_required", Message: "payment required: send " + HeaderPaymentV2 + " (x402 v2) or " + HeaderPaymentV1 + " (x402 v1)"})
+			g.unpaid(w, rt, g.base+r.URL.RequestURI())
 			return
 		}
+		req := g.requirement(rt, r)
 		p, err := DecodeHeader(header, version)
 		if err == nil {
 			err = match(p, req)
@@ -328,17 +356,53 @@ func (g *Gate) refuse(ctx context.Context, w http.ResponseWriter, rt *route, req
 
 // requirement is what r must pay.
 func (g *Gate) requirement(rt *route, r *http.Request) *Requirement {
+	return g.requirementFor(rt, g.base+r.URL.RequestURI())
+}
+
+func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 	return &Requirement{
 		Network: g.cfg.Network, NetworkV1: g.cfg.NetworkV1, ChainID: g.cfg.ChainID,
 		Asset: g.cfg.Asset, AssetName: g.cfg.AssetName, AssetVersion: g.cfg.AssetVersion,
 		PayTo: g.cfg.PayTo, Amount: rt.amount, MaxTimeout: g.cfg.MaxTimeout,
-		Resource: g.base + r.URL.RequestURI(), Description: rt.Description, MimeType: "application/json",
+		Resource: resource, Description: rt.Description, MimeType: "application/json",
 	}
+}
+
+// unpaid writes the challenge for a request that carries no payment, from
+// the route's pre-encoded template.
+func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
+	quoted, _ := json.Marshal(resource)
+	v2 := make([]byte, 0, len(rt.v2JSON[0])+len(quoted)+len(rt.v2JSON[1]))
+	v2 = append(append(append(v2, rt.v2JSON[0]...), quoted...), rt.v2JSON[1]...)
+	body := make([]byte, 0, len(rt.v1Body[0])+len(quoted)+len(rt.v1Body[1]))
+	body = append(append(append(body, rt.v1Body[0]...), quoted...), rt.v1Body[1]...)
+	h := w.Header()
+	h.Set(HeaderPaymentRequired, base64.StdEncoding.EncodeToString(v2))
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusPaymentRequired)
+	_, _ = w.Write(body)
 }
 
 // challenge writes a 402: the v1 body and the v2 PAYMENT-REQUIRED header,
 // both carrying the requirement and why payment is (still) required.
 func (g *Gate) challenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {
+	v1, v2 := g.challengeObjects(req, why)
+	h := w.Header()
+	if hv, err := EncodeHeader(v2); err == nil {
+		h.Set(HeaderPaymentRequired, hv)
+	}
+	body, _ := json.Marshal(v1)
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusPaymentRequired)
+	_, _ = w.Write(body)
+}
+
+// challengeObjects builds the v1 body and the v2 header object of a 402.
+func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1, RequiredV2) {
 	v1 := RequiredV1{
 		X402Version: 1,
 		Error:       why.Reason,
@@ -364,16 +428,7 @@ func (g *Gate) challenge(w http.ResponseWriter, req *Requirement, why *VerifyErr
 	if why.Message != "" && why.Reason != "payment_required" {
 		v1.Error = why.Reason + ": " + why.Message
 	}
-	h := w.Header()
-	if hv, err := EncodeHeader(v2); err == nil {
-		h.Set(HeaderPaymentRequired, hv)
-	}
-	body, _ := json.Marshal(v1)
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusPaymentRequired)
-	_, _ = w.Write(body)
+	return v1, v2
 }
 
 // bazaar is the x402 v2 discovery extension: how to call the resource and

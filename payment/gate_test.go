@@ -43,7 +43,7 @@ type world struct {
 	onServe func(*http.Request)
 }
 
-func newWorld(t *testing.T, f func(*payment.Local) payment.Facilitator) *world {
+func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,7 +111,7 @@ func newWorld(t *testing.T, f func(*payment.Local) payment.Facilitator) *world {
 	return w
 }
 
-func (w *world) balance(t *testing.T, a common.Address) *big.Int {
+func (w *world) balance(t testing.TB, a common.Address) *big.Int {
 	t.Helper()
 	data, _ := w.token.Pack("balanceOf", a)
 	out, err := w.client.CallContract(context.Background(), ethereum.CallMsg{To: &w.chain.Token, Data: data}, nil)
@@ -248,7 +248,7 @@ func get(t *testing.T, w *world, path, header, value string) (int, http.Header, 
 
 // signedHeader signs a payment for path's requirement from the payer
 // account, letting mutate change the authorization before signing.
-func signedHeader(t *testing.T, w *world, version int, path string, mutate func(*payment.Authorization, *payment.RequirementsV2)) string {
+func signedHeader(t testing.TB, w *world, version int, path string, mutate func(*payment.Authorization, *payment.RequirementsV2)) string {
 	t.Helper()
 	key := w.chain.Account(devnet.PayerAccount).Key
 	req := payment.RequirementsV2{Scheme: "exact", Network: "eip155:8453", Amount: "50000", Asset: w.chain.Token.Hex(),
