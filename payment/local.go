@@ -149,6 +149,11 @@ func (l *Local) Verify(ctx context.Context, p *Payment, r *Requirement) (Verific
 	return v, nil
 }
 
+// clockSkew is how far ahead of ours a payer's clock may run: an
+// authorization valid from a few seconds in our future is accepted (the
+// chain's own check, block.timestamp > validAfter, still applies).
+const clockSkew = 5
+
 // check applies the rules that need no chain: scheme, network, asset and
 // domain, recipient, exact value, time window.
 func (l *Local) check(p *Payment, r *Requirement) (reason, message string) {
@@ -167,7 +172,7 @@ func (l *Local) check(p *Payment, r *Requirement) (reason, message string) {
 		return ReasonRecipientMismatch, fmt.Sprintf("authorization pays %s; want %s", a.To, r.PayTo)
 	case a.Value.Cmp(r.Amount) != 0:
 		return ReasonValueMismatch, fmt.Sprintf("authorization value %s; want exactly %s", a.Value, r.Amount)
-	case a.ValidAfter.Cmp(big.NewInt(now)) > 0:
+	case a.ValidAfter.Cmp(big.NewInt(now+clockSkew)) > 0:
 		return ReasonValidAfter, fmt.Sprintf("valid only after %s", a.ValidAfter)
 	case a.ValidBefore.Cmp(big.NewInt(now+int64(l.cfg.Grace/time.Second))) < 0:
 		return ReasonValidBefore, fmt.Sprintf("expired or expiring: validBefore %s", a.ValidBefore)
