@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"net"
 	"strings"
 	"time"
@@ -60,7 +61,16 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.Facilitator, "facilitator", "", "URL of a remote x402 facilitator (POST /verify, /settle); empty: the self-hosted one")
 	str(&cfg.KeyFile, "facilitator-key-file", "", "file holding the hex gas key of the self-hosted facilitator (or set TOLLGATE_FACILITATOR_KEY)")
 	cfg.FacilitatorKey = getenv("TOLLGATE_FACILITATOR_KEY")
-	fs.IntVar(&cfg.MaxTimeout, "max-timeout", 300, "seconds a payment authorization must stay valid (maxTimeoutSeconds)")
+	maxTimeout := 300
+	if v := env("max-timeout", ""); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_MAX_TIMEOUT: %w", err))
+		} else {
+			maxTimeout = n
+		}
+	}
+	fs.IntVar(&cfg.MaxTimeout, "max-timeout", maxTimeout, "seconds a payment authorization must stay valid (maxTimeoutSeconds)")
 	str(&cfg.LogFormat, "log-format", "text", "log format: text or json")
 	level := slog.LevelInfo
 	if s := env("log-level", ""); s != "" {

@@ -229,3 +229,28 @@ func TestDialTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestProductionNeedsPayToAndKey: outside devnet, Tollgate refuses to start
+// without a valid receiving address and a way to settle.
+func TestProductionNeedsPayToAndKey(t *testing.T) {
+	t.Parallel()
+	fs, cfg := newServeFlags(envOf(nil))
+	if err := fs.Parse([]string{"--chain-rpc", "http://127.0.0.1:1", "--pay-to", "0x123"}); err != nil {
+		t.Fatal(err)
+	}
+	err := cfg.validate()
+	if err == nil || !strings.Contains(err.Error(), "--pay-to") || !strings.Contains(err.Error(), "gas key") {
+		t.Fatalf("validate = %v", err)
+	}
+	fs, cfg = newServeFlags(envOf(map[string]string{"TOLLGATE_FACILITATOR_KEY": "0xabc"}))
+	if err := fs.Parse([]string{"--chain-rpc", "http://127.0.0.1:1", "--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Errorf("a complete production config: %v", err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, envOf(nil), &out, io.Discard); !errors.Is(err, flag.ErrHelp) || strings.Contains(out.String(), "0xabc") {
+		t.Errorf("help: %v", err)
+	}
+}
