@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
