@@ -14,7 +14,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdsa"
-	_ "embed" // the compiled token artifact
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,8 +63,8 @@ const (
 	TokenDecimals = 6
 )
 
-//go:embed artifacts/USDToken.json
-var tokenArtifact []byte
+//go:embed artifacts/*.json
+var artifacts embed.FS
 
 // Artifact is a compiled contract (devnet/contracts/compile.js output).
 type Artifact struct {
@@ -75,9 +75,16 @@ type Artifact struct {
 }
 
 // TokenArtifact returns the compiled devnet USD token.
-func TokenArtifact() (Artifact, abi.ABI, error) {
+func TokenArtifact() (Artifact, abi.ABI, error) { return LoadArtifact("USDToken") }
+
+// LoadArtifact returns a compiled devnet contract and its parsed ABI.
+func LoadArtifact(name string) (Artifact, abi.ABI, error) {
 	var a Artifact
-	if err := json.Unmarshal(tokenArtifact, &a); err != nil {
+	raw, err := artifacts.ReadFile("artifacts/" + name + ".json")
+	if err != nil {
+		return a, abi.ABI{}, err
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
 		return a, abi.ABI{}, err
 	}
 	parsed, err := abi.JSON(bytes.NewReader(a.ABI))
@@ -103,6 +110,8 @@ type Chain struct {
 	done     chan struct{}
 	Token    common.Address
 	Accounts []Account
+	// Scenario holds the rug-check scenario contracts, in deployment order.
+	Scenario []ScenarioContract
 }
 
 // Start runs a devnet whose JSON-RPC endpoint serves on lis, and returns
@@ -126,6 +135,10 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 	if err := c.deployToken(ctx); err != nil {
 		c.closeNode()
 		return nil, fmt.Errorf("devnet: deploy token: %w", err)
+	}
+	if err := c.deployScenario(ctx); err != nil {
+		c.closeNode()
+		return nil, fmt.Errorf("devnet: deploy scenario: %w", err)
 	}
 	c.url = "http://" + lis.Addr().String()
 	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
@@ -335,6 +348,9 @@ func (c *Chain) Banner(publicURL string) string {
 	fmt.Fprintf(&b, "  payTo        %s (test account #%d)\n", c.Accounts[PayToAccount].Address.Hex(), PayToAccount)
 	fmt.Fprintf(&b, "  facilitator  %s (test account #%d pays settlement gas)\n", c.Accounts[FacilitatorAccount].Address.Hex(), FacilitatorAccount)
 	fmt.Fprintf(&b, "  accounts     #0-#9 of %q, 10,000 ETH and 1,000 USD each\n", Mnemonic)
+	for _, sc := range c.Scenario {
+		fmt.Fprintf(&b, "  %-12s %s (expect %s)\n", sc.Name, sc.Address.Hex(), sc.Expect)
+	}
 	fmt.Fprintf(&b, "  try          go run ./cmd/tollgate pay %s/regime\n", strings.TrimSuffix(publicURL, "/"))
 	return b.String()
 }

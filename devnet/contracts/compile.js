@@ -26,6 +26,7 @@ for (const e of out.errors || []) console.error(e.formattedMessage);
 if (errors.length) process.exit(1);
 for (const [file, contracts] of Object.entries(out.contracts)) {
   for (const [name, c] of Object.entries(contracts)) {
+    if (!c.evm.bytecode.object) continue; // abstract contracts and interfaces
     const artifact = {
       compiler: "solc " + solc.version(),
       source: file,

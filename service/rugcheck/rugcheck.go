@@ -109,9 +109,11 @@ type Facts struct {
 	// Capabilities of the token's code and, for a proxy, its implementation.
 	Capabilities []Capability
 	// Proxy reports a proxy (EIP-1967, EIP-1822, beacon or clone);
+	// Upgradeable one whose implementation can change (not a clone);
 	// AdminSet an EIP-1967 admin slot holding an address.
-	Proxy    bool
-	AdminSet bool
+	Proxy       bool
+	Upgradeable bool
+	AdminSet    bool
 	// OwnerKnown: owner() or getOwner() answered; Renounced: it is the zero
 	// or the dead address.
 	OwnerKnown bool
@@ -134,7 +136,7 @@ type Report struct {
 // Evaluate applies the verdict rule:
 //
 //	control = owner active, or AccessControl roles, or an upgradeable
-//	          proxy's admin set
+//	          proxy's admin set (a clone's implementation cannot change)
 //	severe  = mint, blacklist, fee, trading or upgrade capability
 //	FAIL    severe capability under control
 //	WARN    severe capability without control, pause or limit capability,
@@ -149,7 +151,7 @@ func Evaluate(f Facts) Report {
 			has[c.Class] = true
 		}
 	}
-	if f.Proxy {
+	if f.Upgradeable {
 		has[Upgrade] = true
 	}
 	for _, cl := range classOrder {
@@ -178,7 +180,7 @@ func Evaluate(f Facts) Report {
 	if f.Transfers == 0 {
 		flags = append(flags, FlagNoActivity)
 	}
-	control := ownerActive || f.RoleBased || (f.Proxy && f.AdminSet)
+	control := ownerActive || f.RoleBased || (f.Upgradeable && f.AdminSet)
 	severe := has[Mint] || has[Blacklist] || has[Fee] || has[Trading] || has[Upgrade]
 	v := Pass
 	switch {

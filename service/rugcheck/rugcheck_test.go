@@ -54,11 +54,12 @@ func TestEvaluate(t *testing.T) {
 		{"mint renounced", Facts{Capabilities: mint, OwnerKnown: true, Renounced: true, Transfers: 5}, Warn, []string{FlagMintable, FlagOwnerRenounced}},
 		{"mint by roles", Facts{Capabilities: mint, RoleBased: true, Transfers: 5}, Fail, []string{FlagMintable, FlagNoOwner, FlagRoleBased}},
 		{"pausable with owner", Facts{Capabilities: pause, OwnerKnown: true, Transfers: 5}, Warn, []string{FlagOwnerActive, FlagPausable}},
-		{"proxy with admin", Facts{Proxy: true, AdminSet: true, Transfers: 5}, Fail, []string{FlagNoOwner, FlagProxy, FlagUpgradeable}},
-		{"clone without admin", Facts{Proxy: true, OwnerKnown: true, Renounced: true, Transfers: 5}, Warn, []string{FlagOwnerRenounced, FlagProxy, FlagUpgradeable}},
+		{"proxy with admin", Facts{Proxy: true, Upgradeable: true, AdminSet: true, Transfers: 5}, Fail, []string{FlagNoOwner, FlagProxy, FlagUpgradeable}},
+		{"upgradeable, no admin, renounced", Facts{Proxy: true, Upgradeable: true, OwnerKnown: true, Renounced: true, Transfers: 5}, Warn, []string{FlagOwnerRenounced, FlagProxy, FlagUpgradeable}},
+		{"clone", Facts{Proxy: true, OwnerKnown: true, Transfers: 5}, Pass, []string{FlagOwnerActive, FlagProxy}},
 		{"no activity", Facts{OwnerKnown: true, Renounced: true}, Warn, []string{FlagNoActivity, FlagOwnerRenounced}},
 		{"selfdestruct", Facts{OwnerKnown: true, Renounced: true, Transfers: 1, SelfDestruct: true}, Warn, []string{FlagOwnerRenounced, FlagSelfDestruct}},
-		{"known issuer", Facts{Capabilities: append(mint, Capability{Class: Blacklist}), Proxy: true, AdminSet: true, OwnerKnown: true, Transfers: 9, KnownIssuer: true}, Warn,
+		{"known issuer", Facts{Capabilities: append(mint, Capability{Class: Blacklist}), Proxy: true, Upgradeable: true, AdminSet: true, OwnerKnown: true, Transfers: 9, KnownIssuer: true}, Warn,
 			[]string{FlagBlacklist, FlagKnownIssuer, FlagMintable, FlagOwnerActive, FlagProxy, FlagUpgradeable}},
 	}
 	for _, tt := range tests {
