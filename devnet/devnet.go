@@ -230,6 +230,10 @@ func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if m := disallowedMethod(body); m != "" {
+		http.Error(w, fmt.Sprintf("method %q is not served by the devnet (eth_, net_ and web3_ only)", m), http.StatusForbidden)
+		return
+	}
 	if !bytes.Contains(body, []byte("eth_sendRawTransaction")) {
 		c.rpc.ServeHTTP(w, r)
 		return
@@ -242,6 +246,26 @@ func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.status)
 	_, _ = w.Write(rec.body.Bytes())
+}
+
+// disallowedMethod returns the first method of a JSON-RPC request (single
+// or batch) outside the eth, net and web3 namespaces: the node's admin and
+// debug APIs are not the devnet's to offer.
+func disallowedMethod(body []byte) string {
+	var calls []struct{ Method string }
+	if err := json.Unmarshal(body, &calls); err != nil {
+		var one struct{ Method string }
+		if json.Unmarshal(body, &one) != nil {
+			return "" // not JSON: the RPC server answers the parse error
+		}
+		calls = append(calls, one)
+	}
+	for _, c := range calls {
+		if !strings.HasPrefix(c.Method, "eth_") && !strings.HasPrefix(c.Method, "net_") && !strings.HasPrefix(c.Method, "web3_") {
+			return c.Method
+		}
+	}
+	return ""
 }
 
 // mine seals the pending transactions into a block.

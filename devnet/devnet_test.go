@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/big"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,25 @@ func TestHeartbeat(t *testing.T) {
 	}
 	if lag := time.Now().Unix() - int64(head.Time); lag > 3 {
 		t.Errorf("head is %d s behind the wall clock", lag)
+	}
+}
+
+// TestRPCServesOnlyPublicNamespaces: admin and debug stay closed.
+func TestRPCServesOnlyPublicNamespaces(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	for body, want := range map[string]int{
+		`{"jsonrpc":"2.0","id":1,"method":"admin_nodeInfo","params":[]}`:                                      403,
+		`[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"},{"jsonrpc":"2.0","id":2,"method":"debug_setHead"}]`: 403,
+		`{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}`:                                         200,
+	} {
+		resp, err := http.Post(e.chain.URL(), "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", body, resp.StatusCode, want)
+		}
 	}
 }

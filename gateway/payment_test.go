@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
@@ -20,8 +19,6 @@ import (
 
 // refusingLedger is enough for challenges, which never reach the ledger.
 type refusingLedger struct{ payment.Ledger }
-
-func (refusingLedger) Refused(context.Context, payment.Attempt) error { return nil }
 
 // TestChallengeMatchesOpenAPI puts the real gate, with the catalog's routes
 // and prices, in front of the gateway: every paid path answers an unpaid

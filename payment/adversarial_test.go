@@ -40,49 +40,50 @@ func TestBadPayments(t *testing.T) {
 		header string
 		value  func() string
 		reason string
+		status int // 402 unless set
 	}{
-		{"bad base64", payment.HeaderPaymentV2, func() string { return "%%% not base64 %%%" }, payment.ReasonInvalidPayload},
-		{"bad JSON", payment.HeaderPaymentV2, func() string { return b64(`{"x402Version":2,`) }, payment.ReasonInvalidPayload},
-		{"unknown version", payment.HeaderPaymentV2, func() string { return b64(`{"x402Version":3,"payload":{}}`) }, payment.ReasonInvalidVersion},
-		{"v1 payload in the v2 header", payment.HeaderPaymentV2, func() string { return signedHeader(t, w, 1, "/regime", nil) }, payment.ReasonInvalidVersion},
-		{"header over 8 KiB", payment.HeaderPaymentV2, func() string { return strings.Repeat("A", 9000) }, payment.ReasonInvalidPayload},
+		{"bad base64", payment.HeaderPaymentV2, func() string { return "%%% not base64 %%%" }, payment.ReasonInvalidPayload, 400},
+		{"bad JSON", payment.HeaderPaymentV2, func() string { return b64(`{"x402Version":2,`) }, payment.ReasonInvalidPayload, 400},
+		{"unknown version", payment.HeaderPaymentV2, func() string { return b64(`{"x402Version":3,"payload":{}}`) }, payment.ReasonInvalidVersion, 400},
+		{"v1 payload in the v2 header", payment.HeaderPaymentV2, func() string { return signedHeader(t, w, 1, "/regime", nil) }, payment.ReasonInvalidVersion, 400},
+		{"header over 8 KiB", payment.HeaderPaymentV2, func() string { return strings.Repeat("A", 9000) }, payment.ReasonInvalidPayload, 400},
 		{"wrong scheme", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(_ *payment.Authorization, r *payment.RequirementsV2) { r.Scheme = "upto" })
-		}, payment.ReasonNoMatch},
+		}, payment.ReasonNoMatch, 402},
 		{"wrong network", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(_ *payment.Authorization, r *payment.RequirementsV2) { r.Network = "eip155:1" })
-		}, payment.ReasonNoMatch},
+		}, payment.ReasonNoMatch, 402},
 		{"wrong v1 network", payment.HeaderPaymentV1, func() string {
 			h := signedHeader(t, w, 1, "/regime", nil)
 			raw, _ := base64.StdEncoding.DecodeString(h)
 			return b64(strings.Replace(string(raw), `"network":"base"`, `"network":"base-sepolia"`, 1))
-		}, payment.ReasonNoMatch},
+		}, payment.ReasonNoMatch, 402},
 		{"wrong asset", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(_ *payment.Authorization, r *payment.RequirementsV2) {
 				r.Asset = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 			})
-		}, payment.ReasonNoMatch},
+		}, payment.ReasonNoMatch, 402},
 		{"wrong payTo", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, r *payment.RequirementsV2) {
 				a.To = common.HexToAddress("0x000000000000000000000000000000000000dEaD")
 			})
-		}, payment.ReasonRecipientMismatch},
+		}, payment.ReasonRecipientMismatch, 402},
 		{"amount one unit low", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) { a.Value.SetInt64(49_999) })
-		}, payment.ReasonValueMismatch},
+		}, payment.ReasonValueMismatch, 402},
 		{"amount one unit high", payment.HeaderPaymentV1, func() string {
 			return signedHeader(t, w, 1, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) { a.Value.SetInt64(50_001) })
-		}, payment.ReasonValueMismatch},
+		}, payment.ReasonValueMismatch, 402},
 		{"expired", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
 				a.ValidBefore = big.NewInt(time.Now().Add(-time.Second).Unix())
 			})
-		}, payment.ReasonValidBefore},
+		}, payment.ReasonValidBefore, 402},
 		{"not yet valid", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
 				a.ValidAfter = big.NewInt(time.Now().Add(time.Hour).Unix())
 			})
-		}, payment.ReasonValidAfter},
+		}, payment.ReasonValidAfter, 402},
 		{"bad signature", payment.HeaderPaymentV2, func() string {
 			h := signedHeader(t, w, 2, "/regime", nil)
 			raw, _ := base64.StdEncoding.DecodeString(h)
@@ -93,24 +94,32 @@ func TestBadPayments(t *testing.T) {
 				flip = '0'
 			}
 			return b64(s[:i+10] + string(flip) + s[i+11:])
-		}, payment.ReasonInvalidSignature},
+		}, payment.ReasonInvalidSignature, 402},
 		{"signer is not from", payment.HeaderPaymentV2, func() string {
 			h := signedHeader(t, w, 2, "/regime", nil)
 			raw, _ := base64.StdEncoding.DecodeString(h)
 			from := crypto.PubkeyToAddress(w.chain.Account(devnet.PayerAccount).Key.PublicKey).Hex()
 			return b64(strings.Replace(string(raw), from, crypto.PubkeyToAddress(other.PublicKey).Hex(), 1))
-		}, payment.ReasonInvalidSignature},
-		{"balance too low", payment.HeaderPaymentV2, func() string { return signedByUnfunded(t, w) }, payment.ReasonInsufficientBalance},
+		}, payment.ReasonInvalidSignature, 402},
+		{"balance too low", payment.HeaderPaymentV2, func() string { return signedByUnfunded(t, w) }, payment.ReasonInsufficientBalance, 402},
 	}
 	before := w.balance(t, w.payTo)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := w.calls.Load()
 			status, _, body := get(t, w, "/regime", tt.header, tt.value())
-			if status != 402 {
-				t.Fatalf("status %d: %s", status, body)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %s", status, tt.status, body)
 			}
-			if got := reasonOf(t, body); !strings.HasPrefix(got, tt.reason) {
+			var got string
+			if status == 400 {
+				var e struct{ Error string }
+				_ = json.Unmarshal(body, &e)
+				got = e.Error
+			} else {
+				got = reasonOf(t, body)
+			}
+			if got != tt.reason {
 				t.Errorf("reason %q, want %s", got, tt.reason)
 			}
 			if w.calls.Load() != calls {
@@ -120,6 +129,9 @@ func TestBadPayments(t *testing.T) {
 	}
 	if w.balance(t, w.payTo).Cmp(before) != 0 {
 		t.Error("a bad payment moved funds")
+	}
+	if recs, _ := w.ledger.Payments(context.Background()); len(recs) != 1 { // only the well-formed, underfunded one reaches the ledger
+		t.Errorf("%d ledger rows for bad payments, want 1: %+v", len(recs), recs)
 	}
 }
 
@@ -150,15 +162,23 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("first: %d", status)
 	}
 	paid := w.balance(t, w.payTo)
+	calls := w.calls.Load()
 	status, hdr2, body := get(t, w, "/regime", payment.HeaderPaymentV2, h)
 	if status != 200 || string(body) != `{"regime":"RANGE"}` || hdr2.Get(payment.HeaderPaymentResponseV2) != hdr.Get(payment.HeaderPaymentResponseV2) {
 		t.Errorf("same-resource retry: %d %s", status, body)
 	}
-	if w.balance(t, w.payTo).Cmp(paid) != 0 {
-		t.Error("the retry was charged again")
+	if w.balance(t, w.payTo).Cmp(paid) != 0 || w.calls.Load() != calls {
+		t.Error("the retry was charged again or ran the handler again")
+	}
+	// A forged retry (same payer and nonce, another signature) gets nothing.
+	raw, _ := base64.StdEncoding.DecodeString(h)
+	forged := strings.Replace(string(raw), `"value":"50000"`, `"value":"1"`, 1)
+	status, _, body = get(t, w, "/regime", payment.HeaderPaymentV2, base64.StdEncoding.EncodeToString([]byte(forged)))
+	if status != 402 || strings.Contains(string(body), "RANGE") {
+		t.Errorf("forged replay: %d %s", status, body)
 	}
 	status, _, body = get(t, w, "/regime?other=1", payment.HeaderPaymentV2, h)
-	if status != 402 || !strings.HasPrefix(reasonOf(t, body), payment.ReasonAuthorizationReplayed) {
+	if status != 402 || reasonOf(t, body) != payment.ReasonAuthorizationReplayed {
 		t.Errorf("other-resource replay: %d %s", status, body)
 	}
 	// A nonce used on chain outside this server's ledger.
@@ -170,7 +190,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("direct settle: %+v %v", s, err)
 	}
 	status, _, body = get(t, w, "/regime", payment.HeaderPaymentV2, h2)
-	if status != 402 || !strings.HasPrefix(reasonOf(t, body), payment.ReasonNonceUsed) {
+	if status != 402 || reasonOf(t, body) != payment.ReasonNonceUsed {
 		t.Errorf("nonce used on chain: %d %s", status, body)
 	}
 }
@@ -239,6 +259,11 @@ func TestFaults(t *testing.T) {
 				return payment.Settlement{Reason: payment.ReasonInsufficientBalance}, nil
 			}
 		}, want: 402, wantState: payment.StateFailed, wantSettle: 1},
+		{name: "settlement outcome unknown", fake: func(f *fake) {
+			f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+				return payment.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("read: connection reset")}
+			}
+		}, want: 502, wantState: payment.StatePending, wantSettle: 1},
 		{name: "settlement times out", fake: func(f *fake) {
 			f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
 				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: tx}, nil
@@ -274,7 +299,7 @@ func TestFaults(t *testing.T) {
 			if len(recs) != 1 || recs[0].State != tt.wantState {
 				t.Fatalf("ledger %+v, want state %s", recs, tt.wantState)
 			}
-			if tt.wantState == payment.StatePending {
+			if tt.name == "settlement times out" {
 				if recs[0].Tx != tx.Hex() || !strings.Contains(hdr.Get(payment.HeaderPaymentResponseV2), "") {
 					t.Errorf("pending record %+v", recs[0])
 				}
@@ -308,4 +333,97 @@ func TestClientGoneAfterHandler(t *testing.T) {
 	}
 	recs, _ := w.ledger.Payments(context.Background())
 	t.Fatalf("ledger after the client left: %+v", recs)
+}
+
+// TestUnresolvedSettlementsResolveOnRetry: a settlement left pending or
+// unknown is resolved when the payer retries the same payment: if it
+// landed, the response is served without another charge; if it did not,
+// it is settled now. Either way exactly one transfer happens.
+func TestUnresolvedSettlementsResolveOnRetry(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		first func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
+	}{
+		{"pending, then it landed", func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+			return func(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Settlement, error) {
+				s, err := f.real.Settle(ctx, p, r)
+				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: s.Tx}, err
+			}
+		}},
+		{"unknown, then it landed", func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+			return func(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Settlement, error) {
+				_, _ = f.real.Settle(ctx, p, r)
+				return payment.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("timeout")}
+			}
+		}},
+		{"pending, never sent", func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+			return func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending}, nil
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{}
+			w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+			f.settle = tt.first(f)
+			before := w.balance(t, w.payTo)
+			h := signedHeader(t, w, 2, "/regime", nil)
+			if status, _, body := get(t, w, "/regime", payment.HeaderPaymentV2, h); status == 200 || strings.Contains(string(body), "RANGE") {
+				t.Fatalf("first attempt: %d %s", status, body)
+			}
+			f.settle = nil // the facilitator behaves from now on
+			status, hdr, body := get(t, w, "/regime", payment.HeaderPaymentV2, h)
+			if status != 200 || string(body) != `{"regime":"RANGE"}` || hdr.Get(payment.HeaderPaymentResponseV2) == "" {
+				t.Fatalf("retry: %d %s", status, body)
+			}
+			if got := new(big.Int).Sub(w.balance(t, w.payTo), before); got.Int64() != 50_000 {
+				t.Errorf("payTo received %s, want exactly one payment", got)
+			}
+			recs, _ := w.ledger.Payments(context.Background())
+			if len(recs) != 1 || recs[0].State != payment.StateSettled {
+				t.Errorf("ledger %+v", recs)
+			}
+			c, _ := w.gate.Counters(context.Background())
+			if c["regime"].Paid != 1 {
+				t.Errorf("paid counter %d", c["regime"].Paid)
+			}
+		})
+	}
+}
+
+// TestHeadIsNeverCharged: HEAD would buy headers without a body.
+func TestHeadIsNeverCharged(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	req, _ := http.NewRequest("HEAD", w.srv.URL+"/regime", nil)
+	req.Header.Set(payment.HeaderPaymentV2, signedHeader(t, w, 2, "/regime", nil))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	recs, _ := w.ledger.Payments(context.Background())
+	if resp.StatusCode != 402 || len(recs) != 0 || w.calls.Load() != 0 {
+		t.Errorf("HEAD: %d, %d ledger rows, %d handler runs", resp.StatusCode, len(recs), w.calls.Load())
+	}
+}
+
+// TestSignatureWithV01: wallets that write v as 0/1 pay like the others.
+func TestSignatureWithV01(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	h := signedHeader(t, w, 2, "/regime", nil)
+	raw, _ := base64.StdEncoding.DecodeString(h)
+	var payload map[string]any
+	_ = json.Unmarshal(raw, &payload)
+	inner := payload["payload"].(map[string]any)
+	sig := inner["signature"].(string)
+	v := sig[len(sig)-2:]
+	inner["signature"] = sig[:len(sig)-2] + map[string]string{"1b": "00", "1c": "01"}[v]
+	h, _ = payment.EncodeHeader(payload)
+	if status, _, body := get(t, w, "/regime", payment.HeaderPaymentV2, h); status != 200 {
+		t.Errorf("v in {0,1}: %d %s", status, body)
+	}
 }

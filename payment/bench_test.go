@@ -25,8 +25,7 @@ type nopLedger struct{}
 func (nopLedger) Claim(context.Context, payment.Record, time.Time) (payment.Record, error) {
 	return payment.Record{}, nil
 }
-func (nopLedger) Finish(context.Context, payment.Record) error   { return nil }
-func (nopLedger) Refused(context.Context, payment.Attempt) error { return nil }
+func (nopLedger) Finish(context.Context, payment.Record) error { return nil }
 func (nopLedger) PaidByOperation(context.Context) (map[string]payment.Paid, error) {
 	return nil, nil
 }

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
 )
@@ -95,7 +97,8 @@ func TestRemoteFacilitatorWithCDPAuth(t *testing.T) {
 			t.Parallel()
 			var srv *httptest.Server
 			w := newWorld(t, func(l *payment.Local) payment.Facilitator {
-				api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID)}, l)
+				api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
+					PayTo: []common.Address{common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")}}, l)
 				srv = httptest.NewServer(cdpChecker(t, "organizations/o/apiKeys/k", k.pub, api.Handler()))
 				t.Cleanup(srv.Close)
 				c, err := payment.NewClient(payment.ClientConfig{URL: srv.URL, Timeout: 10 * time.Second,

@@ -14,7 +14,9 @@ package payment
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
 )
 
 // Route is one paid operation.
@@ -194,39 +197,70 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		if header == "" {
 			header, version = r.Header.Get(HeaderPaymentV1), 1
 		}
-		if header == "" {
+		if header == "" || r.Method == http.MethodHead {
+			// HEAD is never charged: it would buy headers and no body.
 			rt.challenges.Add(1)
 			g.unpaid(w, rt, g.base+r.URL.RequestURI())
 			return
 		}
 		req := g.requirement(rt, r)
 		p, err := DecodeHeader(header, version)
-		if err == nil {
-			err = match(p, req)
-		}
 		if err != nil {
-			g.refuse(r.Context(), w, rt, req, p, err)
+			// A header that is not a payment at all is a client bug: 400.
+			var ve *VerifyError
+			errors.As(err, &ve)
+			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
 			return
+		}
+		if err := match(p, req); err != nil {
+			g.challenge(w, req, err.(*VerifyError))
+			return
+		}
+		// Refuse a signature that is not the payer's before anything is
+		// written or asked: junk costs a recovery, not a ledger row.
+		if len(p.Signature) == 65 {
+			if signer, err := req.Domain().Recover(p.Authorization, p.Signature); err != nil || signer != p.Authorization.From {
+				g.challenge(w, req, &VerifyError{Reason: ReasonInvalidSignature, Message: "the signature is not from the authorization's from address", Payer: p.Authorization.From.Hex()})
+				return
+			}
 		}
 		g.serve(w, r, rt, req, p, next)
 	})
 }
 
-// match checks a payment against our requirement before anyone is asked.
+// match checks a payment against our requirement before anyone is asked
+// or anything is written: what was accepted, and the authorization's
+// recipient, value and time window (the facilitator checks them again).
 func match(p *Payment, req *Requirement) error {
 	if p.Version == 1 {
 		if p.Scheme != "exact" || p.Network != req.NetworkV1 {
 			return &VerifyError{Reason: ReasonNoMatch, Message: fmt.Sprintf("no requirement for scheme %q on %q; want exact on %s", p.Scheme, p.Network, req.NetworkV1)}
 		}
-		return nil
+	} else {
+		want, got := req.V2(), *p.Accepted
+		if got.Scheme != want.Scheme || got.Network != want.Network || got.Amount != want.Amount ||
+			!strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo) {
+			return &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
+		}
 	}
-	want, got := req.V2(), *p.Accepted
-	if got.Scheme != want.Scheme || got.Network != want.Network || got.Amount != want.Amount ||
-		!strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo) {
-		return &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
+	a, now := p.Authorization, time.Now().Unix()
+	payer := a.From.Hex()
+	switch {
+	case a.To != req.PayTo:
+		return &VerifyError{Reason: ReasonRecipientMismatch, Message: "the authorization pays " + a.To.Hex(), Payer: payer}
+	case a.Value.Cmp(req.Amount) != 0:
+		return &VerifyError{Reason: ReasonValueMismatch, Message: "the authorization's value is " + a.Value.String(), Payer: payer}
+	case a.ValidAfter.Cmp(big.NewInt(now+clockSkew)) > 0:
+		return &VerifyError{Reason: ReasonValidAfter, Message: "the authorization is not valid yet", Payer: payer}
+	case a.ValidBefore.Cmp(big.NewInt(now+6)) < 0:
+		return &VerifyError{Reason: ReasonValidBefore, Message: "the authorization is expired or about to", Payer: payer}
 	}
 	return nil
 }
+
+// replayWindow bounds how long after a payment a retry of it is answered
+// again (never past the authorization's validBefore).
+const replayWindow = 10 * time.Minute
 
 // serve runs a matched payment: claim, verify, handler, settle, record,
 // respond.
@@ -235,15 +269,16 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	rec := Record{
 		Network: req.Network, Asset: req.Asset.Hex(), Payer: a.From.Hex(), Nonce: hexutil.Encode(a.Nonce[:]),
 		Operation: rt.Name, Resource: r.URL.RequestURI(), Amount: req.Amount.String(), Version: p.Version,
-		ValidBefore: clampInt64(a.ValidBefore),
+		ValidBefore: clampInt64(a.ValidBefore), ClaimID: newClaimID(), SigHash: sigHash(p),
 	}
-	// Settlement and its record must survive a client that goes away.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.cfg.SettleTimeout)
+	// Everything after the handler must survive a client that goes away.
+	base := context.WithoutCancel(r.Context())
+	ctx, cancel := context.WithTimeout(base, g.cfg.SettleTimeout)
 	defer cancel()
 
-	existing, err := g.ledger.Claim(ctx, rec, time.Now().Add(-2*g.cfg.SettleTimeout))
+	claimed, err := g.ledger.Claim(ctx, rec, time.Now().Add(-g.staleAfter()))
 	if errors.Is(err, ErrClaimed) {
-		g.claimed(w, r, rt, req, p, existing, next)
+		g.claimed(w, r, req, p, claimed, next)
 		return
 	}
 	if err != nil {
@@ -251,6 +286,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
 		return
 	}
+	rec = claimed
 	v, err := g.facilitator.Verify(ctx, p, req)
 	if err != nil {
 		g.finish(ctx, rec, StateReleased, "", ReasonUnexpectedVerify)
@@ -258,7 +294,11 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
 		return
 	}
-	if !v.Valid {
+	// A key taken over from an unresolved settlement: if the chain says the
+	// authorization is used, that settlement landed (it can only have paid
+	// us: to and value are ours), so the payment stands.
+	paidBefore := !v.Valid && v.Reason == ReasonNonceUsed && (rec.PrevState == StatePending || rec.PrevState == StateVerified)
+	if !v.Valid && !paidBefore {
 		g.finish(ctx, rec, StateFailed, "", v.Reason)
 		g.challenge(w, req, &VerifyError{Reason: v.Reason, Message: v.Message, Payer: a.From.Hex()})
 		return
@@ -267,57 +307,84 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	buf := newBuffer()
 	next.ServeHTTP(buf, r)
 	if buf.status >= http.StatusBadRequest { // never charge for a failure
-		g.finish(ctx, rec, StateReleased, "", fmt.Sprintf("handler status %d", buf.status))
+		state := StateReleased
+		if paidBefore {
+			state = StatePending // still paid; a retry is served
+		}
+		g.finish(ctx, rec, state, rec.PrevTx, fmt.Sprintf("handler status %d", buf.status))
 		buf.writeTo(w)
 		return
 	}
 
-	s, err := g.facilitator.Settle(ctx, p, req)
+	var s Settlement
+	if paidBefore {
+		s = Settlement{Success: true, Tx: common.HexToHash(rec.PrevTx), Payer: a.From}
+	} else {
+		sctx, scancel := context.WithTimeout(base, g.cfg.SettleTimeout) // a fresh budget, whatever verify and the handler took
+		s, err = g.facilitator.Settle(sctx, p, req)
+		scancel()
+	}
 	switch {
 	case err != nil:
-		g.finish(ctx, rec, StateFailed, "", ReasonUnexpectedSettle)
-		g.logger.ErrorContext(ctx, "facilitator settle failed", "op", rt.Name, "err", err)
-		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed to settle; nothing was charged, retry later")
+		// The transfer may or may not have been sent: record it as
+		// unresolved, and tell the payer to retry this same payment (a
+		// retry re-checks the chain), never to pay again.
+		g.finish(ctx, rec, StatePending, "", ReasonUnexpectedSettle)
+		g.logger.ErrorContext(ctx, "facilitator settle failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+		writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
 	case s.Pending:
 		g.finish(ctx, rec, StatePending, s.Tx.Hex(), s.Reason)
 		g.settleFailed(w, req, p, s)
 	case !s.Success:
-		g.finish(ctx, rec, StateFailed, "", s.Reason)
+		tx := ""
+		if s.Tx != (common.Hash{}) {
+			tx = s.Tx.Hex()
+		}
+		g.finish(ctx, rec, StateFailed, tx, s.Reason)
 		g.settleFailed(w, req, p, s)
 	default:
-		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		err := g.ledger.Finish(fctx, withOutcome(rec, StateSettled, s.Tx.Hex(), ""))
+		done := withOutcome(rec, StateSettled, s.Tx.Hex(), "")
+		done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
+		fctx, fcancel := context.WithTimeout(base, 5*time.Second)
+		err := g.ledger.Finish(fctx, done)
 		fcancel()
 		if err != nil {
 			// Settled on chain but not recorded: the body is not released
-			// unrecorded. The settlement is logged for reconciliation.
+			// unrecorded. A retry of the same payment re-checks the chain.
 			g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", s.Tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-			writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "settled but the ledger is unavailable; retry the same request to receive the response")
+			writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
 			return
 		}
 		g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", s.Tx.Hex())
 		setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: s.Tx.Hex(), Payer: a.From.Hex()})
+		paidHeaders(w)
 		buf.writeTo(w)
 	}
 }
 
-// claimed answers a payment whose key is already in the ledger: a retry of
-// a settled payment for the same resource, still within its validity, is
-// answered again without a second charge; anything else is refused.
-func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, existing Record, next http.Handler) {
-	now := time.Now().Unix()
+// staleAfter is how long a verified claim may go without an outcome before
+// another request may take it over: verify, handler and settle budgets.
+func (g *Gate) staleAfter() time.Duration { return 3*g.cfg.SettleTimeout + time.Minute }
+
+// claimed answers a payment whose key is already in the ledger and cannot
+// be taken over: a retry of a settled payment, with the very same
+// authorization, for the same resource, within the replay window, gets the
+// stored response again without a second charge; anything else is refused.
+func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, req *Requirement, p *Payment, existing Record, _ http.Handler) {
+	now := time.Now()
 	switch {
-	case existing.State == StateSettled && existing.Resource == r.URL.RequestURI() && now < existing.ValidBefore:
-		buf := newBuffer()
-		next.ServeHTTP(buf, r)
-		if buf.status < http.StatusBadRequest {
-			setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: existing.Tx, Payer: existing.Payer})
+	case existing.State == StateSettled && existing.Resource == r.URL.RequestURI() && existing.SigHash == sigHash(p) &&
+		now.Unix() < existing.ValidBefore && now.Sub(existing.UpdatedAt) < replayWindow && existing.Response != nil:
+		setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: existing.Tx, Payer: existing.Payer})
+		paidHeaders(w)
+		if existing.ContentType != "" {
+			w.Header().Set("Content-Type", existing.ContentType)
 		}
-		buf.writeTo(w)
+		w.Header().Set("Content-Length", strconv.Itoa(len(existing.Response)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(existing.Response)
 	case existing.State == StateSettled:
 		g.challenge(w, req, &VerifyError{Reason: ReasonAuthorizationReplayed, Message: "this authorization already paid for " + existing.Resource, Payer: existing.Payer})
-	case existing.State == StatePending:
-		g.challenge(w, req, &VerifyError{Reason: ReasonSettlementPending, Message: "this payment's settlement " + existing.Tx + " is still pending", Payer: existing.Payer})
 	default:
 		g.challenge(w, req, &VerifyError{Reason: ReasonPaymentInFlight, Message: "this payment is already being processed by another request", Payer: existing.Payer})
 	}
@@ -338,20 +405,22 @@ func withOutcome(rec Record, state, tx, reason string) Record {
 	return rec
 }
 
-// refuse answers a payment refused before any claim, and records it.
-func (g *Gate) refuse(ctx context.Context, w http.ResponseWriter, rt *route, req *Requirement, p *Payment, err error) {
-	var ve *VerifyError
-	if !errors.As(err, &ve) {
-		ve = &VerifyError{Reason: ReasonInvalidPayload, Message: err.Error()}
-	}
-	at := Attempt{Time: time.Now(), Operation: rt.Name, Reason: ve.Reason}
-	if p != nil {
-		at.Payer, at.Nonce = p.Authorization.From.Hex(), hexutil.Encode(p.Authorization.Nonce[:])
-	}
-	if lerr := g.ledger.Refused(ctx, at); lerr != nil {
-		g.logger.WarnContext(ctx, "ledger: refused payment not recorded", "err", lerr)
-	}
-	g.challenge(w, req, ve)
+// paidHeaders keep a paid answer out of shared caches.
+func paidHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "private, no-store")
+	h.Add("Vary", HeaderPaymentV2+", "+HeaderPaymentV1)
+}
+
+func newClaimID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// sigHash identifies an authorization's exact signature and value.
+func sigHash(p *Payment) string {
+	return crypto.Keccak256Hash(p.Signature, p.Authorization.Value.Bytes()).Hex()
 }
 
 // requirement is what r must pay.
@@ -424,9 +493,6 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
 		Accepts:     []RequirementsV2{req.V2()},
 		Extensions:  map[string]any{"bazaar": bazaar(req)},
-	}
-	if why.Message != "" && why.Reason != "payment_required" {
-		v1.Error = why.Reason + ": " + why.Message
 	}
 	return v1, v2
 }

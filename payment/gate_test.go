@@ -222,8 +222,8 @@ func TestConcurrentPaymentsSettleOnce(t *testing.T) {
 	}
 	n := 0
 	txs.Range(func(any, any) bool { n++; return true })
-	if ok.Load() < 1 || n != 1 || w.calls.Load() != ok.Load() {
-		t.Errorf("%d answered, %d distinct settlements, handler ran %d times", ok.Load(), n, w.calls.Load())
+	if ok.Load() < 1 || n != 1 || w.calls.Load() != 1 {
+		t.Errorf("%d answered, %d distinct settlements, handler ran %d times (want once)", ok.Load(), n, w.calls.Load())
 	}
 	if got := w.balance(t, w.payTo); got.Cmp(new(big.Int).Mul(big.NewInt(1000), big.NewInt(1_000_000))) <= 0 || got.Int64()-1_000_000_000 != 50_000 {
 		t.Errorf("payTo balance %s: want exactly one 0.05 USD transfer", got)

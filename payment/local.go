@@ -211,6 +211,9 @@ func (l *Local) checkSignature(ctx context.Context, p *Payment, r *Requirement) 
 		return "", "", err
 	}
 	out, err := l.chain.CallContract(ctx, ethereum.CallMsg{To: &p.Authorization.From, Data: data}, nil)
+	if err != nil && !isRevert(err) {
+		return "", "", &FacilitatorError{Op: "verify", Err: err}
+	}
 	if err != nil || len(out) < 4 || [4]byte(out[:4]) != [4]byte{0x16, 0x26, 0xba, 0x7e} {
 		return ReasonInvalidSignature, "the contract wallet does not accept the signature (EIP-1271)", nil
 	}
@@ -315,6 +318,9 @@ func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlem
 	switch {
 	case err != nil:
 		s.Pending, s.Reason, s.Message = true, ReasonSettlementPending, "sent; no receipt yet: "+err.Error()
+		l.mu.Lock()
+		l.nonce = nil // a dropped transaction must not hold back the next ones
+		l.mu.Unlock()
 	case rcpt.Status != types.ReceiptStatusSuccessful:
 		s.Reason, s.Message = ReasonTransactionFailed, "the settlement transaction reverted"
 	default:

@@ -28,6 +28,9 @@ type Payer struct {
 	Version int // 1 or 2
 	// Networks maps x402 v1 network names to chain ids.
 	Networks map[string]int64
+	// MaxAmount caps what one call may cost, in the asset's atomic units;
+	// a 402 asking more is refused, not paid.
+	MaxAmount *big.Int
 }
 
 // Get fetches url, paying if the server asks.
@@ -52,6 +55,9 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 	var ok bool
 	if a.Value, ok = new(big.Int).SetString(req.Amount, 10); !ok {
 		return nil, fmt.Errorf("pay: amount %q is not an integer", req.Amount)
+	}
+	if p.MaxAmount != nil && a.Value.Cmp(p.MaxAmount) > 0 {
+		return nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", a.Value, p.MaxAmount)
 	}
 	if _, err := rand.Read(a.Nonce[:]); err != nil {
 		return nil, err

@@ -1,11 +1,14 @@
 package payment
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 )
@@ -15,6 +18,9 @@ type ServerConfig struct {
 	Network   string // CAIP-2, "eip155:8453"
 	NetworkV1 string // "base"
 	ChainID   *big.Int
+	// PayTo lists the recipients it settles for; the gas key is not spent
+	// on anyone else's payments.
+	PayTo []common.Address
 }
 
 // Server serves a facilitator over the standard x402 HTTP API, so other
@@ -83,7 +89,7 @@ func (s *Server) request(r *http.Request) (*Payment, *Requirement, error) {
 		if err := json.Unmarshal(body.PaymentRequirements, &v1); err != nil {
 			return nil, nil, err
 		}
-		err = fill(req, v1.Network, v1.Scheme, v1.MaxAmountRequired, v1.Asset, v1.PayTo, v1.Extra, v1.MaxTimeoutSeconds)
+		err = fill(req, s.cfg.PayTo, v1.Network, v1.Scheme, v1.MaxAmountRequired, v1.Asset, v1.PayTo, v1.Extra, v1.MaxTimeoutSeconds)
 		req.Resource, req.Description, req.MimeType = v1.Resource, v1.Description, v1.MimeType
 		return p, req, err
 	}
@@ -91,10 +97,10 @@ func (s *Server) request(r *http.Request) (*Payment, *Requirement, error) {
 	if err := json.Unmarshal(body.PaymentRequirements, &v2); err != nil {
 		return nil, nil, err
 	}
-	return p, req, fill(req, v2.Network, v2.Scheme, v2.Amount, v2.Asset, v2.PayTo, v2.Extra, v2.MaxTimeoutSeconds)
+	return p, req, fill(req, s.cfg.PayTo, v2.Network, v2.Scheme, v2.Amount, v2.Asset, v2.PayTo, v2.Extra, v2.MaxTimeoutSeconds)
 }
 
-func fill(req *Requirement, network, scheme, amount, asset, payTo string, extra Extra, timeout int) error {
+func fill(req *Requirement, allowed []common.Address, network, scheme, amount, asset, payTo string, extra Extra, timeout int) error {
 	if network != req.Network && network != req.NetworkV1 {
 		return fmt.Errorf("network %q is not supported", network)
 	}
@@ -106,6 +112,9 @@ func fill(req *Requirement, network, scheme, amount, asset, payTo string, extra 
 		return fmt.Errorf("requirement amount, asset or payTo is malformed")
 	}
 	req.Amount, req.Asset, req.PayTo = v, common.HexToAddress(asset), common.HexToAddress(payTo)
+	if !slices.Contains(allowed, req.PayTo) {
+		return fmt.Errorf("payTo %s is not served by this facilitator", req.PayTo)
+	}
 	req.AssetName, req.AssetVersion, req.MaxTimeout = extra.Name, extra.Version, timeout
 	return nil
 }
@@ -138,7 +147,10 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	if p.Version == 1 {
 		network = req.NetworkV1
 	}
-	st, err := s.local.Settle(r.Context(), p, req)
+	// The transfer is sent whatever the caller does meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+	defer cancel()
+	st, err := s.local.Settle(ctx, p, req)
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, map[string]any{"error": "the chain could not be asked"})
 		return

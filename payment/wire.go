@@ -169,6 +169,9 @@ func DecodePayload(raw []byte, version int) (*Payment, error) {
 	if p.Signature, err = hexutil.Decode(w.Payload.Signature); err != nil || len(p.Signature) == 0 {
 		return nil, &VerifyError{Reason: ReasonInvalidSignature, Message: "signature is not 0x-hex"}
 	}
+	if len(p.Signature) == 65 && p.Signature[64] < 27 {
+		p.Signature[64] += 27 // wallets that write v as 0/1: FiatToken wants 27/28
+	}
 	return p, nil
 }
 

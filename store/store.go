@@ -1,8 +1,8 @@
 // Package store keeps Tollgate's durable state in SQL: the payment ledger
 // (payment.Ledger) today, and other tables as their consumers arrive. The
 // statements are plain SQL shared by the embedded SQLite store and a
-// PostgreSQL one ($n placeholders, ON CONFLICT upserts); consumers declare
-// the interfaces they need and cmd wires a *SQLite in.
+// PostgreSQL one ($n placeholders, ON CONFLICT, transactions); consumers
+// declare the interfaces they need and cmd wires a *SQLite in.
 package store
 
 import (
@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite" (pure Go)
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
 
 	"github.com/tollgate/tollgate/payment"
 )
@@ -35,17 +35,19 @@ var schema = []string{
 		state        TEXT    NOT NULL,
 		tx           TEXT    NOT NULL DEFAULT '',
 		reason       TEXT    NOT NULL DEFAULT '',
+		claim_id     TEXT    NOT NULL,
+		sig_hash     TEXT    NOT NULL,
+		response     BLOB,
+		content_type TEXT    NOT NULL DEFAULT '',
 		created_at   TEXT    NOT NULL,
 		updated_at   TEXT    NOT NULL,
 		PRIMARY KEY (network, asset, payer, nonce)
 	)`,
 	`CREATE INDEX IF NOT EXISTS payments_state ON payments (state, operation)`,
-	`CREATE TABLE IF NOT EXISTS refused_payments (
-		at        TEXT NOT NULL,
-		operation TEXT NOT NULL,
-		payer     TEXT NOT NULL,
-		nonce     TEXT NOT NULL,
-		reason    TEXT NOT NULL
+	`CREATE TABLE IF NOT EXISTS paid_totals (
+		operation TEXT PRIMARY KEY,
+		count     BIGINT NOT NULL,
+		amount    TEXT   NOT NULL
 	)`,
 }
 
@@ -59,8 +61,8 @@ type SQLite struct {
 
 var _ payment.Ledger = (*SQLite)(nil)
 
-// OpenSQLite opens (creating if needed) dir/tollgate.db with WAL and a busy
-// timeout, and applies the schema.
+// OpenSQLite opens (creating if needed) dir/tollgate.db with WAL, full
+// synchronous commits and a busy timeout, and applies the schema.
 func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
@@ -83,127 +85,149 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 // Close closes the database.
 func (s *SQLite) Close() error { return s.db.Close() }
 
-const claimSQL = `INSERT INTO payments
-	(network, asset, payer, nonce, operation, resource, amount, version, valid_before, state, tx, reason, created_at, updated_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '', '', $11, $11)
-	ON CONFLICT (network, asset, payer, nonce) DO UPDATE SET
-		operation = excluded.operation, resource = excluded.resource, amount = excluded.amount,
-		version = excluded.version, valid_before = excluded.valid_before, state = excluded.state,
-		tx = '', reason = '', updated_at = excluded.updated_at
-	WHERE payments.state IN ('released', 'failed') OR (payments.state = 'verified' AND payments.updated_at < $12)`
+const selectPayment = `SELECT network, asset, payer, nonce, operation, resource, amount, version, valid_before,
+	state, tx, reason, claim_id, sig_hash, response, content_type, created_at, updated_at FROM payments`
 
-// Claim implements payment.Ledger.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRecord(row scanner) (payment.Record, error) {
+	var r payment.Record
+	var created, updated string
+	err := row.Scan(&r.Network, &r.Asset, &r.Payer, &r.Nonce, &r.Operation, &r.Resource, &r.Amount, &r.Version,
+		&r.ValidBefore, &r.State, &r.Tx, &r.Reason, &r.ClaimID, &r.SigHash, &r.Response, &r.ContentType, &created, &updated)
+	r.CreatedAt, _ = time.Parse(timeFormat, created)
+	r.UpdatedAt, _ = time.Parse(timeFormat, updated)
+	return r, err
+}
+
+// Claim implements payment.Ledger, in one transaction: read the key, then
+// insert it or take it over.
 func (s *SQLite) Claim(ctx context.Context, rec payment.Record, staleBefore time.Time) (payment.Record, error) {
-	now := time.Now().UTC()
-	res, err := s.db.ExecContext(ctx, claimSQL, rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation,
-		rec.Resource, rec.Amount, rec.Version, rec.ValidBefore, payment.StateVerified, now.Format(timeFormat),
-		staleBefore.UTC().Format(timeFormat))
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		rec.State, rec.CreatedAt, rec.UpdatedAt = payment.StateVerified, now, now
-		return rec, nil
+	defer tx.Rollback()
+	now := time.Now().UTC()
+	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+` WHERE network = $1 AND asset = $2 AND payer = $3 AND nonce = $4`,
+		rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.ExecContext(ctx, `INSERT INTO payments (network, asset, payer, nonce, operation, resource, amount, version,
+			valid_before, state, claim_id, sig_hash, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
+			rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.Version,
+			rec.ValidBefore, payment.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
+	case err != nil:
+	case takeable(existing, staleBefore):
+		rec.PrevState, rec.PrevTx = existing.State, existing.Tx
+		_, err = tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, version = $4,
+			valid_before = $5, state = $6, claim_id = $7, sig_hash = $8, reason = '', updated_at = $9
+			WHERE network = $10 AND asset = $11 AND payer = $12 AND nonce = $13`,
+			rec.Operation, rec.Resource, rec.Amount, rec.Version, rec.ValidBefore, payment.StateVerified, rec.ClaimID,
+			rec.SigHash, now.Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
+	default:
+		return existing, payment.ErrClaimed
 	}
-	existing, err := s.get(ctx, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
 	if err != nil {
-		return payment.Record{}, err
+		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
-	return existing, payment.ErrClaimed
+	if err := tx.Commit(); err != nil {
+		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+	}
+	rec.State, rec.CreatedAt, rec.UpdatedAt = payment.StateVerified, now, now
+	return rec, nil
 }
 
-func (s *SQLite) get(ctx context.Context, network, asset, payer, nonce string) (payment.Record, error) {
-	var r payment.Record
-	var created, updated string
-	err := s.db.QueryRowContext(ctx, `SELECT network, asset, payer, nonce, operation, resource, amount, version,
-		valid_before, state, tx, reason, created_at, updated_at FROM payments
-		WHERE network = $1 AND asset = $2 AND payer = $3 AND nonce = $4`, network, asset, payer, nonce).
-		Scan(&r.Network, &r.Asset, &r.Payer, &r.Nonce, &r.Operation, &r.Resource, &r.Amount, &r.Version,
-			&r.ValidBefore, &r.State, &r.Tx, &r.Reason, &created, &updated)
-	if err != nil {
-		return r, fmt.Errorf("store: get payment: %w", err)
+func takeable(r payment.Record, staleBefore time.Time) bool {
+	switch r.State {
+	case payment.StateReleased, payment.StateFailed, payment.StatePending:
+		return true
+	case payment.StateVerified:
+		return r.UpdatedAt.Before(staleBefore)
 	}
-	r.CreatedAt, _ = time.Parse(timeFormat, created)
-	r.UpdatedAt, _ = time.Parse(timeFormat, updated)
-	return r, nil
+	return false
 }
 
-// Finish implements payment.Ledger.
+// Finish implements payment.Ledger. Settling also adds to the running
+// totals, in the same transaction.
 func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, updated_at = $4
-		WHERE network = $5 AND asset = $6 AND payer = $7 AND nonce = $8`,
-		rec.State, rec.Tx, rec.Reason, time.Now().UTC().Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: finish: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
+		WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10 AND claim_id = $11 AND state <> $12`,
+		rec.State, rec.Tx, rec.Reason, rec.Response, rec.ContentType, time.Now().UTC().Format(timeFormat),
+		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.ClaimID, payment.StateSettled)
 	if err != nil {
 		return fmt.Errorf("store: finish: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return errors.New("store: finish: no such payment")
+		return payment.ErrLostClaim
 	}
-	return nil
+	if rec.State == payment.StateSettled {
+		var count int64
+		var amount string
+		err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`, rec.Operation).Scan(&count, &amount)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: totals: %w", err)
+		}
+		sum, ok := new(big.Int).SetString(orZero(amount), 10)
+		add, ok2 := new(big.Int).SetString(rec.Amount, 10)
+		if !ok || !ok2 {
+			return fmt.Errorf("store: amount %q is not an integer", rec.Amount)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, $2, $3)
+			ON CONFLICT (operation) DO UPDATE SET count = excluded.count, amount = excluded.amount`,
+			rec.Operation, count+1, sum.Add(sum, add).String()); err != nil {
+			return fmt.Errorf("store: totals: %w", err)
+		}
+	}
+	return tx.Commit()
 }
 
-// Refused implements payment.Ledger.
-func (s *SQLite) Refused(ctx context.Context, a payment.Attempt) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO refused_payments (at, operation, payer, nonce, reason) VALUES ($1, $2, $3, $4, $5)`,
-		a.Time.UTC().Format(timeFormat), a.Operation, a.Payer, a.Nonce, a.Reason)
-	return err
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
 }
 
-// PaidByOperation implements payment.Ledger. Amounts are summed exactly
-// (big integers), never as floats.
+// PaidByOperation implements payment.Ledger from the running totals.
 func (s *SQLite) PaidByOperation(ctx context.Context) (map[string]payment.Paid, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT operation, amount FROM payments WHERE state = $1`, payment.StateSettled)
+	rows, err := s.db.QueryContext(ctx, `SELECT operation, count, amount FROM paid_totals`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	sums := map[string]*big.Int{}
-	counts := map[string]uint64{}
+	out := map[string]payment.Paid{}
 	for rows.Next() {
 		var op, amount string
-		if err := rows.Scan(&op, &amount); err != nil {
+		var count int64
+		if err := rows.Scan(&op, &count, &amount); err != nil {
 			return nil, err
 		}
-		v, ok := new(big.Int).SetString(amount, 10)
-		if !ok {
-			return nil, fmt.Errorf("store: amount %q is not an integer", amount)
-		}
-		if sums[op] == nil {
-			sums[op] = new(big.Int)
-		}
-		sums[op].Add(sums[op], v)
-		counts[op]++
-	}
-	out := map[string]payment.Paid{}
-	for op, sum := range sums {
-		out[op] = payment.Paid{Count: counts[op], Amount: sum.String()}
+		out[op] = payment.Paid{Count: uint64(count), Amount: amount}
 	}
 	return out, rows.Err()
 }
 
 // Payments returns every payment record, oldest first (tests, tooling).
 func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT network, asset, payer, nonce FROM payments ORDER BY created_at`)
+	rows, err := s.db.QueryContext(ctx, selectPayment+` ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
-	var keys [][4]string
-	for rows.Next() {
-		var k [4]string
-		if err := rows.Scan(&k[0], &k[1], &k[2], &k[3]); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
+	defer rows.Close()
 	var out []payment.Record
-	for _, k := range keys {
-		r, err := s.get(ctx, k[0], k[1], k[2], k[3])
+	for rows.Next() {
+		r, err := scanRecord(rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/tollgate/tollgate/store"
 )
 
+var claims atomic.Int64
+
 func rec(nonce string) payment.Record {
 	return payment.Record{Network: "eip155:8453", Asset: "0xA", Payer: "0xP", Nonce: nonce, Operation: "regime",
-		Resource: "/regime", Amount: "50000", Version: 2, ValidBefore: time.Now().Add(time.Hour).Unix()}
+		Resource: "/regime", Amount: "50000", Version: 2, ValidBefore: time.Now().Add(time.Hour).Unix(),
+		ClaimID: fmt.Sprint("claim-", claims.Add(1)), SigHash: "0xsig"}
 }
 
 // TestLedger is the contract every Ledger implementation meets (the
@@ -37,45 +40,48 @@ func TestLedger(t *testing.T) {
 	if got, err := l.Claim(ctx, rec("0x01"), past); !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateVerified {
 		t.Fatalf("second claim: %+v %v", got, err)
 	}
-	for _, state := range []string{payment.StateReleased, payment.StateFailed} {
-		r.State = state
+	for _, state := range []string{payment.StateReleased, payment.StateFailed, payment.StatePending} {
+		r.State, r.Tx = state, "0xpending"
 		if err := l.Finish(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Claim(ctx, rec("0x01"), past); err != nil {
-			t.Fatalf("claim after %s: %v", state, err)
+		next, err := l.Claim(ctx, rec("0x01"), past)
+		if err != nil || next.PrevState != state {
+			t.Fatalf("claim after %s: %+v %v", state, next, err)
 		}
+		if err := l.Finish(ctx, r); !errors.Is(err, payment.ErrLostClaim) {
+			t.Errorf("the old claim finished after a takeover: %v", err)
+		}
+		r = next
 	}
 	// A claim left verified by a process that died can be taken over once stale.
-	if _, err := l.Claim(ctx, rec("0x01"), time.Now().Add(time.Minute)); err != nil {
-		t.Fatalf("stale claim not taken over: %v", err)
+	stale, err := l.Claim(ctx, rec("0x01"), time.Now().Add(time.Minute))
+	if err != nil || stale.PrevState != payment.StateVerified {
+		t.Fatalf("stale claim not taken over: %+v %v", stale, err)
 	}
-	r.State, r.Tx = payment.StateSettled, "0xabc"
+	r = stale
+	r.State, r.Tx, r.Response, r.ContentType = payment.StateSettled, "0xabc", []byte(`{"ok":true}`), "application/json"
 	if err := l.Finish(ctx, r); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.Finish(ctx, withState(r, payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+		t.Errorf("a settled record was overwritten: %v", err)
+	}
 	for _, staleBefore := range []time.Time{past, time.Now().Add(time.Hour)} {
 		got, err := l.Claim(ctx, rec("0x01"), staleBefore)
-		if !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateSettled || got.Tx != "0xabc" || got.Resource != "/regime" {
+		if !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateSettled || got.Tx != "0xabc" || got.Resource != "/regime" ||
+			string(got.Response) != `{"ok":true}` || got.SigHash != "0xsig" {
 			t.Fatalf("claim of a settled payment: %+v %v", got, err)
 		}
 	}
-	p := rec("0x02")
-	if _, err := l.Claim(ctx, p, past); err != nil {
+	if got, err := l.Claim(ctx, rec("0x02"), past); err != nil || got.PrevState != "" {
 		t.Fatal(err)
 	}
-	p.State, p.Tx = payment.StatePending, "0xdef"
-	if err := l.Finish(ctx, p); err != nil {
-		t.Fatal(err)
+	if got, err := l.Claim(ctx, rec("0x02"), past); !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateVerified {
+		t.Fatalf("claim of an in-flight payment: %+v %v", got, err)
 	}
-	if got, err := l.Claim(ctx, rec("0x02"), time.Now().Add(time.Hour)); !errors.Is(err, payment.ErrClaimed) || got.State != payment.StatePending {
-		t.Fatalf("claim of a pending payment: %+v %v", got, err)
-	}
-	if err := l.Finish(ctx, rec("0x99")); err == nil {
-		t.Error("finish of an unknown payment succeeded")
-	}
-	if err := l.Refused(ctx, payment.Attempt{Time: time.Now(), Operation: "regime", Reason: "invalid_payload"}); err != nil {
-		t.Fatal(err)
+	if err := l.Finish(ctx, rec("0x99")); !errors.Is(err, payment.ErrLostClaim) {
+		t.Errorf("finish of an unknown payment: %v", err)
 	}
 
 	// Durable: reopened, the ledger still holds everything.
@@ -141,4 +147,9 @@ func TestPaidSumsExactly(t *testing.T) {
 	if paid["regime"].Count != 3 || paid["regime"].Amount != "100000000000000250000" {
 		t.Errorf("paid %+v", paid["regime"])
 	}
+}
+
+func withState(r payment.Record, state string) payment.Record {
+	r.State = state
+	return r
 }

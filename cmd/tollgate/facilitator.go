@@ -28,12 +28,25 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	addr := fs.String("http", "127.0.0.1:8403", "listen address of the facilitator API")
 	rpcURL := fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of a Base node (chain id 8453), or the devnet's")
 	asset := fs.String("asset", baseUSDC, "EIP-3009 token accepted (default USDC on Base)")
+	payTo := fs.String("pay-to", getenv("TOLLGATE_PAY_TO"), "comma-separated recipients this facilitator settles for (required)")
 	keyFile := fs.String("facilitator-key-file", getenv("TOLLGATE_FACILITATOR_KEY_FILE"), "file holding the hex gas key (or set TOLLGATE_FACILITATOR_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *rpcURL == "" || !common.IsHexAddress(*asset) {
 		return errors.New("facilitator: --chain-rpc and a valid --asset are required")
+	}
+	var recipients []common.Address
+	for _, a := range strings.Split(*payTo, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			if !common.IsHexAddress(a) {
+				return fmt.Errorf("facilitator: --pay-to %q is not an address", a)
+			}
+			recipients = append(recipients, common.HexToAddress(a))
+		}
+	}
+	if len(recipients) == 0 {
+		return errors.New("facilitator: --pay-to is required: the gas key is spent only on payments to these addresses")
 	}
 	keyHex, err := facilitatorKey(&config{FacilitatorKey: getenv("TOLLGATE_FACILITATOR_KEY"), KeyFile: *keyFile})
 	if err != nil || keyHex == "" {
@@ -59,7 +72,7 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID)}, local)
+	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID), PayTo: recipients}, local)
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	version := fs.Int("x402-version", 2, "x402 protocol version to pay with: 2 (PAYMENT-SIGNATURE) or 1 (X-PAYMENT)")
 	keyHex := fs.String("key", getenv("TOLLGATE_PAYER_KEY"), "payer's hex private key (or TOLLGATE_PAYER_KEY); default: devnet test account #0")
 	timeout := fs.Duration("timeout", 2*time.Minute, "overall deadline")
+	maxAmount := fs.String("max-amount", "1000000", "most one call may cost, in the asset's atomic units (1000000 = 1.00 USDC)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: tollgate pay [flags] URL\n\nPays one x402-priced GET and prints the response body; the settlement goes to stderr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -54,6 +56,11 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 		p.Key = key
 	}
 	p.Version = *version
+	limit, ok := new(big.Int).SetString(*maxAmount, 10)
+	if !ok || limit.Sign() < 0 {
+		return fmt.Errorf("pay: --max-amount %q is not a non-negative integer", *maxAmount)
+	}
+	p.MaxAmount = limit
 	p.HTTP = &http.Client{Timeout: *timeout}
 	p.Networks = map[string]int64{"base": 8453, "base-sepolia": 84532}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
