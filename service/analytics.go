@@ -1,7 +1,8 @@
 // Package service implements Tollgate's gRPC services. Analytics answers the
 // paid operations: the market ones (/candles, /regime, /signal-pack) from a
-// candle store by the published rules of service/rules; the others come with
-// their issues and until then answer Unimplemented (REST 501). Discovery
+// candle store by the published rules of service/rules, the chain ones
+// (/rugcheck, /token) from a chain reader by service/rugcheck; the others
+// come with their issues and until then answer Unimplemented (REST 501). Discovery
 // answers the free operations: catalogs, health, the OpenAPI document, demo
 // samples and counters, all derived from the catalog the protos declare.
 //
@@ -14,9 +15,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/bytecode"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
 )
@@ -45,10 +49,15 @@ type Candles interface {
 type Analytics struct {
 	tollgatev1.UnimplementedAnalyticsServiceServer
 	candles Candles
+	chain   Chain
+	scans   *scans
 }
 
-// NewAnalytics returns the analytics service over a candle store.
-func NewAnalytics(candles Candles) *Analytics { return &Analytics{candles: candles} }
+// NewAnalytics returns the analytics service over a candle store and a
+// chain reader (nil: the chain operations answer Unimplemented).
+func NewAnalytics(candles Candles, chain Chain) *Analytics {
+	return &Analytics{candles: candles, chain: chain, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
+}
 
 // GetCandles implements tollgatev1.AnalyticsServiceServer.
 func (a *Analytics) GetCandles(ctx context.Context, req *tollgatev1.GetCandlesRequest) (*tollgatev1.GetCandlesResponse, error) {

@@ -44,7 +44,12 @@ type DiscoveryConfig struct {
 	Mode string
 	// Terms are the x402 terms, for /tollgate; nil when payments are off.
 	Terms *PaymentTerms
+	// DevnetContracts are the devnet's scenario contracts (devnet only).
+	DevnetContracts []DevnetContract
 }
+
+// DevnetContract is a scenario contract shown in the project facts.
+type DevnetContract struct{ Name, Address, Expect string }
 
 // PaymentTerms are the x402 terms shown in the project facts.
 type PaymentTerms struct {
@@ -262,6 +267,9 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 			AssetVersion: t.AssetVersion, Decimals: int32(t.Decimals), PayTo: t.PayTo,
 			MaxTimeoutSeconds: int32(t.MaxTimeoutSeconds), Facilitator: t.Facilitator,
 		}
+	}
+	for _, c := range d.cfg.DevnetContracts {
+		p.DevnetContracts = append(p.DevnetContracts, &tollgatev1.DevnetContract{Name: c.Name, Address: c.Address, Expect: c.Expect})
 	}
 	for _, src := range d.cfg.Sources {
 		p.Sources = append(p.Sources, &tollgatev1.DataSource{

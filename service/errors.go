@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tollgate/tollgate/service/catalog"
+	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
 )
@@ -24,6 +25,8 @@ const internalMessage = "internal error"
 //	market.ErrUnknownProduct           cached series is young enough to stand in
 //	rules.ErrInsufficientData,         Unavailable: the source answered too few or
 //	rules.ErrBadClose                  impossible candles
+//	*errNotToken                       FailedPrecondition (400): no code, or a 7702 account
+//	chain.ErrUnavailable               Unavailable
 //	context.DeadlineExceeded           DeadlineExceeded
 //	context.Canceled                   Canceled
 //	an error that already is a status  unchanged
@@ -46,6 +49,13 @@ func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 	case errors.Is(err, rules.ErrInsufficientData), errors.Is(err, rules.ErrBadClose):
 		logger.WarnContext(ctx, "candles unusable", "err", err)
 		return status.Error(codes.Unavailable, "the candle source returned too few or unusable candles; try again later")
+	case errors.As(err, new(*errNotToken)):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, errNoChain):
+		return status.Error(codes.Unimplemented, "no chain is configured on this server")
+	case errors.Is(err, chain.ErrUnavailable):
+		logger.WarnContext(ctx, "chain node failed", "err", err)
+		return status.Error(codes.Unavailable, "the chain node is unavailable; nothing was charged, try again later")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
 	case errors.Is(err, context.Canceled):

@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -28,6 +29,7 @@ import (
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
+	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/store"
 )
@@ -115,19 +117,29 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	rpcClient, err := rpc.DialContext(ctx, pay.rpcURL)
+	if err != nil {
+		return fmt.Errorf("chain rpc: %w", err)
+	}
+	cleanups = append(cleanups, rpcClient.Close)
+	chainClient, err := chain.New(rpcClient, chain.DefaultConfig())
+	if err != nil {
+		return err
+	}
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
-		PublicURL: cfg.PublicURL,
-		Version:   buildVersion(),
-		Sources:   []service.DataSource{candleSource},
-		Mode:      pay.mode,
-		Terms:     pay.terms,
+		PublicURL:       cfg.PublicURL,
+		Version:         buildVersion(),
+		Sources:         []service.DataSource{candleSource},
+		Mode:            pay.mode,
+		Terms:           pay.terms,
+		DevnetContracts: pay.scenario,
 	}, cat, gateCounters{gate})
 	if err != nil {
 		return err
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles, chainClient))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
@@ -200,6 +212,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 // payments is the payment side of the deployment.
 type payments struct {
 	mode        string
+	rpcURL      string
+	scenario    []service.DevnetContract
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
 	terms       *service.PaymentTerms
@@ -229,6 +243,9 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		gc.PayTo = chain.Account(devnet.PayToAccount).Address
 		key = fmt.Sprintf("%x", crypto.FromECDSA(chain.Account(devnet.FacilitatorAccount).Key))
 		p.banner = chain.Banner(cfg.PublicURL)
+		for _, sc := range chain.Scenario {
+			p.scenario = append(p.scenario, service.DevnetContract{Name: sc.Name, Address: sc.Address.Hex(), Expect: sc.Expect})
+		}
 	} else {
 		gc.PayTo = common.HexToAddress(cfg.PayTo)
 		k, err := facilitatorKey(cfg)
@@ -279,6 +296,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		logger.Info("self-hosted facilitator", "signer", local.Signer().Hex())
 	}
 	p.gateConfig = gc
+	p.rpcURL = rpcURL
 	p.terms = &service.PaymentTerms{
 		Network: gc.Network, NetworkV1: gc.NetworkV1, Asset: gc.Asset.Hex(), AssetName: gc.AssetName,
 		AssetVersion: gc.AssetVersion, Decimals: gc.Decimals, PayTo: gc.PayTo.Hex(), MaxTimeoutSeconds: gc.MaxTimeout,

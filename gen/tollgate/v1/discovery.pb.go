@@ -308,9 +308,12 @@ type GetProjectResponse struct {
 	Mode string `protobuf:"bytes,12,opt,name=mode,proto3" json:"mode,omitempty"`
 	// How to pay: the x402 terms every paid operation shares; null when
 	// this server takes no payments.
-	Terms         *PaymentTerms `protobuf:"bytes,13,opt,name=terms,proto3" json:"terms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Terms *PaymentTerms `protobuf:"bytes,13,opt,name=terms,proto3" json:"terms,omitempty"`
+	// Devnet only: the scenario contracts to try /rugcheck and /token on,
+	// with the verdict docs/rules.md predicts. Empty in production.
+	DevnetContracts []*DevnetContract `protobuf:"bytes,14,rep,name=devnet_contracts,json=devnetContracts,proto3" json:"devnet_contracts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetProjectResponse) Reset() {
@@ -434,6 +437,75 @@ func (x *GetProjectResponse) GetTerms() *PaymentTerms {
 	return nil
 }
 
+func (x *GetProjectResponse) GetDevnetContracts() []*DevnetContract {
+	if x != nil {
+		return x.DevnetContracts
+	}
+	return nil
+}
+
+// A contract of the devnet's scenario.
+type DevnetContract struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// PASS, WARN or FAIL.
+	Expect        string `protobuf:"bytes,3,opt,name=expect,proto3" json:"expect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DevnetContract) Reset() {
+	*x = DevnetContract{}
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DevnetContract) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DevnetContract) ProtoMessage() {}
+
+func (x *DevnetContract) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DevnetContract.ProtoReflect.Descriptor instead.
+func (*DevnetContract) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DevnetContract) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DevnetContract) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DevnetContract) GetExpect() string {
+	if x != nil {
+		return x.Expect
+	}
+	return ""
+}
+
 // The x402 terms of the paid operations.
 type PaymentTerms struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -459,7 +531,7 @@ type PaymentTerms struct {
 
 func (x *PaymentTerms) Reset() {
 	*x = PaymentTerms{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +543,7 @@ func (x *PaymentTerms) String() string {
 func (*PaymentTerms) ProtoMessage() {}
 
 func (x *PaymentTerms) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[6]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +556,7 @@ func (x *PaymentTerms) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentTerms.ProtoReflect.Descriptor instead.
 func (*PaymentTerms) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PaymentTerms) GetScheme() string {
@@ -574,7 +646,7 @@ type DataSource struct {
 
 func (x *DataSource) Reset() {
 	*x = DataSource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +658,7 @@ func (x *DataSource) String() string {
 func (*DataSource) ProtoMessage() {}
 
 func (x *DataSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[7]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +671,7 @@ func (x *DataSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DataSource.ProtoReflect.Descriptor instead.
 func (*DataSource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DataSource) GetKind() string {
@@ -652,7 +724,7 @@ type PaidOperation struct {
 
 func (x *PaidOperation) Reset() {
 	*x = PaidOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +736,7 @@ func (x *PaidOperation) String() string {
 func (*PaidOperation) ProtoMessage() {}
 
 func (x *PaidOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[8]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +749,7 @@ func (x *PaidOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaidOperation.ProtoReflect.Descriptor instead.
 func (*PaidOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PaidOperation) GetName() string {
@@ -762,7 +834,7 @@ type Parameter struct {
 
 func (x *Parameter) Reset() {
 	*x = Parameter{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +846,7 @@ func (x *Parameter) String() string {
 func (*Parameter) ProtoMessage() {}
 
 func (x *Parameter) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +859,7 @@ func (x *Parameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parameter.ProtoReflect.Descriptor instead.
 func (*Parameter) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Parameter) GetName() string {
@@ -881,7 +953,7 @@ type FreeOperation struct {
 
 func (x *FreeOperation) Reset() {
 	*x = FreeOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +965,7 @@ func (x *FreeOperation) String() string {
 func (*FreeOperation) ProtoMessage() {}
 
 func (x *FreeOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +978,7 @@ func (x *FreeOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeOperation.ProtoReflect.Descriptor instead.
 func (*FreeOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FreeOperation) GetName() string {
@@ -952,7 +1024,7 @@ type GetLlmsTxtRequest struct {
 
 func (x *GetLlmsTxtRequest) Reset() {
 	*x = GetLlmsTxtRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1036,7 @@ func (x *GetLlmsTxtRequest) String() string {
 func (*GetLlmsTxtRequest) ProtoMessage() {}
 
 func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1049,7 @@ func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtRequest.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 type GetLlmsTxtResponse struct {
@@ -989,7 +1061,7 @@ type GetLlmsTxtResponse struct {
 
 func (x *GetLlmsTxtResponse) Reset() {
 	*x = GetLlmsTxtResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1073,7 @@ func (x *GetLlmsTxtResponse) String() string {
 func (*GetLlmsTxtResponse) ProtoMessage() {}
 
 func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1086,7 @@ func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtResponse.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetLlmsTxtResponse) GetBody() *httpbody.HttpBody {
@@ -1032,7 +1104,7 @@ type GetOpenAPIRequest struct {
 
 func (x *GetOpenAPIRequest) Reset() {
 	*x = GetOpenAPIRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1116,7 @@ func (x *GetOpenAPIRequest) String() string {
 func (*GetOpenAPIRequest) ProtoMessage() {}
 
 func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1129,7 @@ func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 type GetOpenAPIResponse struct {
@@ -1069,7 +1141,7 @@ type GetOpenAPIResponse struct {
 
 func (x *GetOpenAPIResponse) Reset() {
 	*x = GetOpenAPIResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1153,7 @@ func (x *GetOpenAPIResponse) String() string {
 func (*GetOpenAPIResponse) ProtoMessage() {}
 
 func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1166,7 @@ func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIResponse.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetOpenAPIResponse) GetBody() *httpbody.HttpBody {
@@ -1114,7 +1186,7 @@ type GetDemoRequest struct {
 
 func (x *GetDemoRequest) Reset() {
 	*x = GetDemoRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1198,7 @@ func (x *GetDemoRequest) String() string {
 func (*GetDemoRequest) ProtoMessage() {}
 
 func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1211,7 @@ func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoRequest.ProtoReflect.Descriptor instead.
 func (*GetDemoRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetDemoRequest) GetOp() string {
@@ -1169,7 +1241,7 @@ type GetDemoResponse struct {
 
 func (x *GetDemoResponse) Reset() {
 	*x = GetDemoResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1253,7 @@ func (x *GetDemoResponse) String() string {
 func (*GetDemoResponse) ProtoMessage() {}
 
 func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1266,7 @@ func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoResponse.ProtoReflect.Descriptor instead.
 func (*GetDemoResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetDemoResponse) GetSample() isGetDemoResponse_Sample {
@@ -1351,7 +1423,7 @@ type GetX402DiscoveryRequest struct {
 
 func (x *GetX402DiscoveryRequest) Reset() {
 	*x = GetX402DiscoveryRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1435,7 @@ func (x *GetX402DiscoveryRequest) String() string {
 func (*GetX402DiscoveryRequest) ProtoMessage() {}
 
 func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1448,7 @@ func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
 }
 
 // Paid resources, in the x402scan discovery shape plus details.
@@ -1399,7 +1471,7 @@ type GetX402DiscoveryResponse struct {
 
 func (x *GetX402DiscoveryResponse) Reset() {
 	*x = GetX402DiscoveryResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1483,7 @@ func (x *GetX402DiscoveryResponse) String() string {
 func (*GetX402DiscoveryResponse) ProtoMessage() {}
 
 func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1496,7 @@ func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetX402DiscoveryResponse) GetVersion() int32 {
@@ -1485,7 +1557,7 @@ type X402Resource struct {
 
 func (x *X402Resource) Reset() {
 	*x = X402Resource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1569,7 @@ func (x *X402Resource) String() string {
 func (*X402Resource) ProtoMessage() {}
 
 func (x *X402Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1582,7 @@ func (x *X402Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use X402Resource.ProtoReflect.Descriptor instead.
 func (*X402Resource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *X402Resource) GetResource() string {
@@ -1563,7 +1635,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1575,7 +1647,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1588,7 +1660,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
 }
 
 // Counters since the ledger began.
@@ -1605,7 +1677,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1689,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1702,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetMetricsResponse) GetAsOf() string {
@@ -1673,7 +1745,7 @@ type EndpointCounters struct {
 
 func (x *EndpointCounters) Reset() {
 	*x = EndpointCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1757,7 @@ func (x *EndpointCounters) String() string {
 func (*EndpointCounters) ProtoMessage() {}
 
 func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1770,7 @@ func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointCounters.ProtoReflect.Descriptor instead.
 func (*EndpointCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EndpointCounters) GetName() string {
@@ -1757,7 +1829,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1841,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1854,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Error) GetError() string {
@@ -1836,7 +1908,7 @@ type PaymentRequired struct {
 
 func (x *PaymentRequired) Reset() {
 	*x = PaymentRequired{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +1920,7 @@ func (x *PaymentRequired) String() string {
 func (*PaymentRequired) ProtoMessage() {}
 
 func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +1933,7 @@ func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequired.ProtoReflect.Descriptor instead.
 func (*PaymentRequired) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaymentRequired) GetX402Version() int32 {
@@ -1919,7 +1991,7 @@ type PaymentRequirements struct {
 
 func (x *PaymentRequirements) Reset() {
 	*x = PaymentRequirements{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +2003,7 @@ func (x *PaymentRequirements) String() string {
 func (*PaymentRequirements) ProtoMessage() {}
 
 func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2016,7 @@ func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequirements.ProtoReflect.Descriptor instead.
 func (*PaymentRequirements) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaymentRequirements) GetScheme() string {
@@ -2035,7 +2107,7 @@ type PaymentExtra struct {
 
 func (x *PaymentExtra) Reset() {
 	*x = PaymentExtra{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2119,7 @@ func (x *PaymentExtra) String() string {
 func (*PaymentExtra) ProtoMessage() {}
 
 func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2132,7 @@ func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentExtra.ProtoReflect.Descriptor instead.
 func (*PaymentExtra) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaymentExtra) GetName() string {
@@ -2095,7 +2167,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\x13\n" +
-	"\x11GetProjectRequest\"\xd6\x03\n" +
+	"\x11GetProjectRequest\"\x9e\x04\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -2113,7 +2185,12 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"disclaimer\x121\n" +
 	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\x12\x12\n" +
 	"\x04mode\x18\f \x01(\tR\x04mode\x127\n" +
-	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsB\x06\x9a\xb5\x18\x02H\x01R\x05terms\"\xbe\x02\n" +
+	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsB\x06\x9a\xb5\x18\x02H\x01R\x05terms\x12F\n" +
+	"\x10devnet_contracts\x18\x0e \x03(\v2\x1b.tollgate.v1.DevnetContractR\x0fdevnetContracts\"V\n" +
+	"\x0eDevnetContract\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
+	"\x06expect\x18\x03 \x01(\tR\x06expect\"\xbe\x02\n" +
 	"\fPaymentTerms\x12\x16\n" +
 	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x1d\n" +
@@ -2290,7 +2367,7 @@ func file_tollgate_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_discovery_proto_rawDescData
 }
 
-var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetIndexRequest)(nil),          // 0: tollgate.v1.GetIndexRequest
 	(*GetIndexResponse)(nil),         // 1: tollgate.v1.GetIndexResponse
@@ -2298,85 +2375,87 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetHealthResponse)(nil),        // 3: tollgate.v1.GetHealthResponse
 	(*GetProjectRequest)(nil),        // 4: tollgate.v1.GetProjectRequest
 	(*GetProjectResponse)(nil),       // 5: tollgate.v1.GetProjectResponse
-	(*PaymentTerms)(nil),             // 6: tollgate.v1.PaymentTerms
-	(*DataSource)(nil),               // 7: tollgate.v1.DataSource
-	(*PaidOperation)(nil),            // 8: tollgate.v1.PaidOperation
-	(*Parameter)(nil),                // 9: tollgate.v1.Parameter
-	(*FreeOperation)(nil),            // 10: tollgate.v1.FreeOperation
-	(*GetLlmsTxtRequest)(nil),        // 11: tollgate.v1.GetLlmsTxtRequest
-	(*GetLlmsTxtResponse)(nil),       // 12: tollgate.v1.GetLlmsTxtResponse
-	(*GetOpenAPIRequest)(nil),        // 13: tollgate.v1.GetOpenAPIRequest
-	(*GetOpenAPIResponse)(nil),       // 14: tollgate.v1.GetOpenAPIResponse
-	(*GetDemoRequest)(nil),           // 15: tollgate.v1.GetDemoRequest
-	(*GetDemoResponse)(nil),          // 16: tollgate.v1.GetDemoResponse
-	(*GetX402DiscoveryRequest)(nil),  // 17: tollgate.v1.GetX402DiscoveryRequest
-	(*GetX402DiscoveryResponse)(nil), // 18: tollgate.v1.GetX402DiscoveryResponse
-	(*X402Resource)(nil),             // 19: tollgate.v1.X402Resource
-	(*GetMetricsRequest)(nil),        // 20: tollgate.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 21: tollgate.v1.GetMetricsResponse
-	(*EndpointCounters)(nil),         // 22: tollgate.v1.EndpointCounters
-	(*Error)(nil),                    // 23: tollgate.v1.Error
-	(*PaymentRequired)(nil),          // 24: tollgate.v1.PaymentRequired
-	(*PaymentRequirements)(nil),      // 25: tollgate.v1.PaymentRequirements
-	(*PaymentExtra)(nil),             // 26: tollgate.v1.PaymentExtra
-	(*httpbody.HttpBody)(nil),        // 27: google.api.HttpBody
-	(*GetCandlesResponse)(nil),       // 28: tollgate.v1.GetCandlesResponse
-	(*GetRugCheckResponse)(nil),      // 29: tollgate.v1.GetRugCheckResponse
-	(*GetWhalesResponse)(nil),        // 30: tollgate.v1.GetWhalesResponse
-	(*GetSignalResponse)(nil),        // 31: tollgate.v1.GetSignalResponse
-	(*GetSignalPackResponse)(nil),    // 32: tollgate.v1.GetSignalPackResponse
-	(*GetTokenResponse)(nil),         // 33: tollgate.v1.GetTokenResponse
-	(*GetRegimeResponse)(nil),        // 34: tollgate.v1.GetRegimeResponse
-	(*GetLanesResponse)(nil),         // 35: tollgate.v1.GetLanesResponse
-	(*GetForecastResponse)(nil),      // 36: tollgate.v1.GetForecastResponse
-	(*wrapperspb.DoubleValue)(nil),   // 37: google.protobuf.DoubleValue
-	(*structpb.Struct)(nil),          // 38: google.protobuf.Struct
+	(*DevnetContract)(nil),           // 6: tollgate.v1.DevnetContract
+	(*PaymentTerms)(nil),             // 7: tollgate.v1.PaymentTerms
+	(*DataSource)(nil),               // 8: tollgate.v1.DataSource
+	(*PaidOperation)(nil),            // 9: tollgate.v1.PaidOperation
+	(*Parameter)(nil),                // 10: tollgate.v1.Parameter
+	(*FreeOperation)(nil),            // 11: tollgate.v1.FreeOperation
+	(*GetLlmsTxtRequest)(nil),        // 12: tollgate.v1.GetLlmsTxtRequest
+	(*GetLlmsTxtResponse)(nil),       // 13: tollgate.v1.GetLlmsTxtResponse
+	(*GetOpenAPIRequest)(nil),        // 14: tollgate.v1.GetOpenAPIRequest
+	(*GetOpenAPIResponse)(nil),       // 15: tollgate.v1.GetOpenAPIResponse
+	(*GetDemoRequest)(nil),           // 16: tollgate.v1.GetDemoRequest
+	(*GetDemoResponse)(nil),          // 17: tollgate.v1.GetDemoResponse
+	(*GetX402DiscoveryRequest)(nil),  // 18: tollgate.v1.GetX402DiscoveryRequest
+	(*GetX402DiscoveryResponse)(nil), // 19: tollgate.v1.GetX402DiscoveryResponse
+	(*X402Resource)(nil),             // 20: tollgate.v1.X402Resource
+	(*GetMetricsRequest)(nil),        // 21: tollgate.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 22: tollgate.v1.GetMetricsResponse
+	(*EndpointCounters)(nil),         // 23: tollgate.v1.EndpointCounters
+	(*Error)(nil),                    // 24: tollgate.v1.Error
+	(*PaymentRequired)(nil),          // 25: tollgate.v1.PaymentRequired
+	(*PaymentRequirements)(nil),      // 26: tollgate.v1.PaymentRequirements
+	(*PaymentExtra)(nil),             // 27: tollgate.v1.PaymentExtra
+	(*httpbody.HttpBody)(nil),        // 28: google.api.HttpBody
+	(*GetCandlesResponse)(nil),       // 29: tollgate.v1.GetCandlesResponse
+	(*GetRugCheckResponse)(nil),      // 30: tollgate.v1.GetRugCheckResponse
+	(*GetWhalesResponse)(nil),        // 31: tollgate.v1.GetWhalesResponse
+	(*GetSignalResponse)(nil),        // 32: tollgate.v1.GetSignalResponse
+	(*GetSignalPackResponse)(nil),    // 33: tollgate.v1.GetSignalPackResponse
+	(*GetTokenResponse)(nil),         // 34: tollgate.v1.GetTokenResponse
+	(*GetRegimeResponse)(nil),        // 35: tollgate.v1.GetRegimeResponse
+	(*GetLanesResponse)(nil),         // 36: tollgate.v1.GetLanesResponse
+	(*GetForecastResponse)(nil),      // 37: tollgate.v1.GetForecastResponse
+	(*wrapperspb.DoubleValue)(nil),   // 38: google.protobuf.DoubleValue
+	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
-	8,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
-	10, // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
-	7,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
-	6,  // 3: tollgate.v1.GetProjectResponse.terms:type_name -> tollgate.v1.PaymentTerms
-	9,  // 4: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
-	27, // 5: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
-	27, // 6: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
-	28, // 7: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
-	29, // 8: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
-	30, // 9: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
-	31, // 10: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
-	32, // 11: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
-	33, // 12: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
-	34, // 13: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
-	35, // 14: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
-	36, // 15: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
-	19, // 16: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	22, // 17: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	22, // 18: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	37, // 19: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	25, // 20: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	38, // 21: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	26, // 22: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 23: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 24: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 25: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	11, // 26: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	13, // 27: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	15, // 28: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	17, // 29: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	20, // 30: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 31: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 32: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 33: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	12, // 34: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	14, // 35: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	16, // 36: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	18, // 37: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	21, // 38: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	31, // [31:39] is the sub-list for method output_type
-	23, // [23:31] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	9,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
+	11, // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
+	8,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
+	7,  // 3: tollgate.v1.GetProjectResponse.terms:type_name -> tollgate.v1.PaymentTerms
+	6,  // 4: tollgate.v1.GetProjectResponse.devnet_contracts:type_name -> tollgate.v1.DevnetContract
+	10, // 5: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
+	28, // 6: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
+	28, // 7: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
+	29, // 8: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
+	30, // 9: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
+	31, // 10: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
+	32, // 11: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
+	33, // 12: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
+	34, // 13: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
+	35, // 14: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
+	36, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
+	37, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
+	20, // 17: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
+	23, // 18: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	23, // 19: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	38, // 20: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	26, // 21: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	39, // 22: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	27, // 23: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 24: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 25: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 26: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	12, // 27: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	14, // 28: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	16, // 29: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	18, // 30: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	21, // 31: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 32: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 33: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 34: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	13, // 35: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	15, // 36: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	17, // 37: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	19, // 38: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	22, // 39: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	32, // [32:40] is the sub-list for method output_type
+	24, // [24:32] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
@@ -2386,8 +2465,8 @@ func file_tollgate_v1_discovery_proto_init() {
 	}
 	file_tollgate_v1_analytics_proto_init()
 	file_tollgate_v1_options_proto_init()
-	file_tollgate_v1_discovery_proto_msgTypes[9].OneofWrappers = []any{}
-	file_tollgate_v1_discovery_proto_msgTypes[16].OneofWrappers = []any{
+	file_tollgate_v1_discovery_proto_msgTypes[10].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[17].OneofWrappers = []any{
 		(*GetDemoResponse_Candles)(nil),
 		(*GetDemoResponse_Rugcheck)(nil),
 		(*GetDemoResponse_Whales)(nil),
@@ -2398,16 +2477,16 @@ func file_tollgate_v1_discovery_proto_init() {
 		(*GetDemoResponse_Lanes)(nil),
 		(*GetDemoResponse_Forecast)(nil),
 	}
-	file_tollgate_v1_discovery_proto_msgTypes[23].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[24].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[25].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_discovery_proto_rawDesc), len(file_tollgate_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

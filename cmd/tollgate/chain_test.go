@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/crypto"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate/tollgate/devnet"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+)
+
+// running is a served Tollgate in process.
+type running struct {
+	ls   listeners
+	base string
+	conn *grpc.ClientConn
+}
+
+func startServe(t *testing.T, args []string, env map[string]string) *running {
+	t.Helper()
+	var ls listeners
+	binds := []*net.Listener{&ls.http, &ls.grpc}
+	if env["TOLLGATE_FACILITATOR_KEY"] == "" {
+		binds = append(binds, &ls.devnet)
+	}
+	for _, l := range binds {
+		var err error
+		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := "http://" + ls.http.Addr().String()
+	fs, cfg := newServeFlags(envOf(env))
+	if err := fs.Parse(append([]string{"--public-url", base, "--data-dir", t.TempDir()}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitHealthy(t, base)
+	conn, err := grpc.NewClient(ls.grpc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &running{ls: ls, base: base, conn: conn}
+}
+
+// TestRugCheckScenario: every devnet scenario contract gets the verdict
+// docs/rules.md predicts; an EOA is refused; and a second process pointed
+// at the first one's devnet with --chain-rpc gives identical answers.
+func TestRugCheckScenario(t *testing.T) {
+	t.Parallel()
+	first := startServe(t, nil, nil)
+	cl := tollgatev1.NewAnalyticsServiceClient(first.conn)
+	proj, err := tollgatev1.NewDiscoveryServiceClient(first.conn).GetProject(context.Background(), &tollgatev1.GetProjectRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(proj.GetDevnetContracts()) != 8 {
+		t.Fatalf("devnet contracts %v", proj.GetDevnetContracts())
+	}
+	wantFlags := map[string][]string{
+		"clean":        {"owner-renounced"},
+		"mintable":     {"mintable", "owner-active"},
+		"blacklist":    {"blacklist", "owner-active"},
+		"pausable":     {"owner-active", "pausable"},
+		"fee":          {"fee-setter", "owner-active"},
+		"bytes32-name": {"no-owner"},
+		"proxy":        {"owner-active", "proxy", "upgradeable"},
+		"clone":        {"owner-active", "proxy"},
+	}
+	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
+	second := startServe(t, []string{"--chain-rpc", "http://" + first.ls.devnet.Addr().String(),
+		"--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
+	cl2 := tollgatev1.NewAnalyticsServiceClient(second.conn)
+	for _, c := range proj.GetDevnetContracts() {
+		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
+		if err != nil {
+			t.Fatalf("%s: %v", c.GetName(), err)
+		}
+		got := map[tollgatev1.Verdict]string{1: "PASS", 2: "WARN", 3: "FAIL"}[r.GetVerdict()]
+		if got != c.GetExpect() || fmt.Sprint(r.GetFlags()) != fmt.Sprint(wantFlags[c.GetName()]) {
+			t.Errorf("%s: %s %v, want %s %v", c.GetName(), got, r.GetFlags(), c.GetExpect(), wantFlags[c.GetName()])
+		}
+		if r.GetChecks().GetActivity().GetTransfers() == 0 || r.GetChecks().GetCodeHash() == "" {
+			t.Errorf("%s: checks %v", c.GetName(), r.GetChecks())
+		}
+		r2, err := cl2.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.AsOf, r2.AsOf = "", ""
+		r.Checks.Activity, r2.Checks.Activity = nil, nil // the head moves between the two calls
+		if !proto.Equal(r, r2) {
+			t.Errorf("%s: the --chain-rpc process answers differently:\n%v\n%v", c.GetName(), r, r2)
+		}
+	}
+	byName := map[string]string{}
+	for _, c := range proj.GetDevnetContracts() {
+		byName[c.GetName()] = c.GetAddress()
+	}
+	b32, err := cl.GetToken(context.Background(), &tollgatev1.GetTokenRequest{Addr: byName["bytes32-name"]})
+	if err != nil || b32.GetToken().GetName() != "Bytes32 Token" || b32.GetToken().GetSymbol() != "B32" || b32.GetToken().GetDecimals() != 18 ||
+		b32.GetToken().GetTotalSupply() != "1000000000000000000000000" {
+		t.Errorf("bytes32 token: %v %v", b32, err)
+	}
+	proxy, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName["proxy"]})
+	if err != nil || proxy.GetName() != "Proxy Token" || proxy.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1967 ||
+		proxy.GetChecks().GetProxy().GetAdmin().GetValue() == "" {
+		t.Errorf("proxy: %v %v", proxy, err)
+	}
+	clone, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName["clone"]})
+	if clone.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 || clone.GetChecks().GetProxy().GetImplementation() != proxy.GetChecks().GetProxy().GetImplementation() {
+		t.Errorf("clone: %v", clone.GetChecks().GetProxy())
+	}
+	// An EOA is not a token: a clear 400-class refusal, never a verdict.
+	_, err = cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"})
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("EOA: %v", err)
+	}
+	resp, err := http.Get(first.base + "/rugcheck/0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266")
+	if err != nil || resp.StatusCode != 402 {
+		t.Errorf("unpaid REST rugcheck: %v %v", resp, err)
+	}
+}
