@@ -45,7 +45,9 @@ type Chain interface {
 // errNotToken marks an address that holds no token contract.
 type errNotToken struct{ addr, why string }
 
-func (e *errNotToken) Error() string { return fmt.Sprintf("%s is not a token contract: %s", e.addr, e.why) }
+func (e *errNotToken) Error() string {
+	return fmt.Sprintf("%s is not a token contract: %s", e.addr, e.why)
+}
 
 // scans caches bytecode analyses by code hash: code never changes under
 // its hash, so a hot rug check skips the scan.

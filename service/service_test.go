@@ -62,7 +62,7 @@ func TestGRPCError(t *testing.T) {
 }
 
 // chain runs req through the interceptors into h, as the gRPC server does.
-func chain(t *testing.T, method string, req any, h grpc.UnaryHandler) (any, error) {
+func runChain(t *testing.T, method string, req any, h grpc.UnaryHandler) (any, error) {
 	t.Helper()
 	cat, err := catalog.Load()
 	if err != nil {
@@ -81,13 +81,13 @@ func chain(t *testing.T, method string, req any, h grpc.UnaryHandler) (any, erro
 func TestInterceptorsCheckBeforeTheHandler(t *testing.T) {
 	t.Parallel()
 	called := false
-	_, err := chain(t, "/tollgate.v1.AnalyticsService/GetCandles", &tollgatev1.GetCandlesRequest{Granularity: ptr(int32(60))},
+	_, err := runChain(t, "/tollgate.v1.AnalyticsService/GetCandles", &tollgatev1.GetCandlesRequest{Granularity: ptr(int32(60))},
 		func(context.Context, any) (any, error) { called = true; return nil, nil })
 	if status.Code(err) != codes.InvalidArgument || called {
 		t.Errorf("err %v, handler called %v", err, called)
 	}
 	var seen *tollgatev1.GetForecastRequest
-	_, err = chain(t, "/tollgate.v1.AnalyticsService/GetForecast", &tollgatev1.GetForecastRequest{PredLen: ptr(int32(100))},
+	_, err = runChain(t, "/tollgate.v1.AnalyticsService/GetForecast", &tollgatev1.GetForecastRequest{PredLen: ptr(int32(100))},
 		func(_ context.Context, req any) (any, error) {
 			seen = req.(*tollgatev1.GetForecastRequest)
 			return nil, nil
@@ -99,7 +99,7 @@ func TestInterceptorsCheckBeforeTheHandler(t *testing.T) {
 
 func TestInterceptorsRecoverPanics(t *testing.T) {
 	t.Parallel()
-	_, err := chain(t, "/tollgate.v1.AnalyticsService/GetRegime", &tollgatev1.GetRegimeRequest{},
+	_, err := runChain(t, "/tollgate.v1.AnalyticsService/GetRegime", &tollgatev1.GetRegimeRequest{},
 		func(context.Context, any) (any, error) { panic("boom") })
 	if st := status.Convert(err); st.Code() != codes.Internal || st.Message() != internalMessage {
 		t.Errorf("panic became %v", err)
