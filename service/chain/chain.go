@@ -191,7 +191,8 @@ func filterArg(from, to uint64, q LogQuery) map[string]any {
 // rangeRefused recognises the providers' range and result-size caps.
 func rangeRefused(err error) bool {
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"block range", "range too large", "more than 10000 results", "query returned more than", "limit exceeded", "response size", "too many"} {
+	for _, s := range []string{"range too large", "range is too large", "range is too wide", "more than 10000 results",
+		"query returned more than", "response size exceeded", "is limited to", "limit exceeded", "too many blocks"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
