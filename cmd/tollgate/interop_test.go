@@ -134,7 +134,7 @@ func TestInteropOfficialClients(t *testing.T) {
 	}
 }
 
-func waitHealthy(t *testing.T, base string) {
+func waitHealthy(t testing.TB, base string) {
 	t.Helper()
 	for i := 0; i < 200; i++ {
 		if resp, err := http.Get(base + "/health"); err == nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -63,6 +64,8 @@ type Client struct {
 	rpc RPC
 	cfg Config
 	sem chan struct{}
+	// headHint is the last head seen, for speculative log queries.
+	headHint atomic.Uint64
 }
 
 // New returns a client over r; it does no I/O.

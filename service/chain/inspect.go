@@ -79,8 +79,33 @@ func callArg(to common.Address, data []byte) map[string]any {
 // Inspect reads addr: head, code, proxy slots, owner and metadata in one
 // batch; the implementation's code and the recent Transfer logs in a
 // second; a beacon's implementation code, if any, in a third.
+//
+// When the client has seen the chain's head before, the logs are asked in
+// parallel with the first batch, from a little before that head's window
+// to "latest", and trimmed to the exact window once the head is known:
+// a plain token then costs one round trip of latency.
 func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64) (*Contract, error) {
 	k := &Contract{Address: addr, WindowBlocks: window}
+	type specResult struct {
+		from uint64
+		logs []types.Log
+		err  error
+	}
+	var spec chan specResult
+	if hint := c.headHint.Load(); hint > 0 {
+		spec = make(chan specResult, 1)
+		from := uint64(0)
+		if hint > window {
+			from = hint - window + 1
+		}
+		go func() {
+			var logs []types.Log
+			arg := filterArg(from, 0, LogQuery{Addresses: []common.Address{addr}, Topics: [][]common.Hash{{TopicTransfer}}})
+			arg["toBlock"] = "latest"
+			err := c.Call(ctx, &logs, "eth_getLogs", arg)
+			spec <- specResult{from, logs, err}
+		}()
+	}
 	var head hexutil.Uint64
 	var code hexutil.Bytes
 	slots := make([]common.Hash, 4)
@@ -105,6 +130,7 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		}
 	}
 	k.Head, k.Code = uint64(head), code
+	c.headHint.Store(k.Head)
 	if len(k.Code) == 0 {
 		return nil, ErrNoCode
 	}
@@ -146,7 +172,21 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		from = k.Head - window + 1
 	}
 	logQuery := LogQuery{From: from, To: k.Head, Addresses: []common.Address{addr}, Topics: [][]common.Hash{{TopicTransfer}}}
-	b2 := []rpc.BatchElem{{Method: "eth_getLogs", Args: []any{filterArg(from, k.Head, logQuery)}, Result: &logs}}
+	haveLogs := false
+	if spec != nil {
+		if r := <-spec; r.err == nil && r.from <= from {
+			for _, l := range r.logs {
+				if l.BlockNumber >= from && l.BlockNumber <= k.Head {
+					logs = append(logs, l)
+				}
+			}
+			haveLogs = true
+		}
+	}
+	var b2 []rpc.BatchElem
+	if !haveLogs {
+		b2 = append(b2, rpc.BatchElem{Method: "eth_getLogs", Args: []any{filterArg(from, k.Head, logQuery)}, Result: &logs})
+	}
 	switch {
 	case k.ProxyKind == "eip1967-beacon":
 		b2 = append(b2, rpc.BatchElem{Method: "eth_call", Args: []any{callArg(beacon, selectors["implementation"]), "latest"}, Result: &beaconImpl})
@@ -156,7 +196,7 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 	if err := c.Batch(ctx, b2); err != nil {
 		return nil, err
 	}
-	if b2[0].Error != nil {
+	if !haveLogs && b2[0].Error != nil {
 		if !rangeRefused(b2[0].Error) {
 			return nil, fmt.Errorf("%w: eth_getLogs: %v", ErrUnavailable, b2[0].Error)
 		}
@@ -165,12 +205,16 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 			return nil, err
 		}
 	}
+	var extra *rpc.BatchElem // the implementation's (or beacon's) call, if any
+	if len(b2) > 0 && b2[len(b2)-1].Method != "eth_getLogs" {
+		extra = &b2[len(b2)-1]
+	}
 	for _, l := range logs {
 		if len(l.Topics) == 3 {
 			k.Transfers = append(k.Transfers, Transfer{From: common.BytesToAddress(l.Topics[1][:]), To: common.BytesToAddress(l.Topics[2][:]), Block: l.BlockNumber})
 		}
 	}
-	if len(b2) > 1 && b2[1].Error == nil {
+	if extra != nil && extra.Error == nil {
 		if k.ProxyKind != "eip1967-beacon" {
 			k.ImplementationCode = implCode
 		} else if len(beaconImpl) >= 32 {
