@@ -52,7 +52,8 @@ const (
 	PayerAccount       = 0 // default key of `tollgate pay`
 	PayToAccount       = 1 // receives payments
 	FacilitatorAccount = 9 // deploys the token and pays settlement gas
-	accounts           = 10
+	accounts           = 10 // funded with ETH and the USD token
+	traderAccounts     = 6  // #10-#15: the crowd of the DEX history, ETH only
 )
 
 // Token facts, as Base's USDC.
@@ -112,6 +113,8 @@ type Chain struct {
 	Accounts []Account
 	// Scenario holds the rug-check scenario contracts, in deployment order.
 	Scenario []ScenarioContract
+	// Dex is the V2-style exchange with its scripted trading history.
+	Dex *Dex
 }
 
 // Start runs a devnet whose JSON-RPC endpoint serves on lis, and returns
@@ -120,7 +123,7 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 	c := &Chain{stop: make(chan struct{}), done: make(chan struct{})}
 	alloc := types.GenesisAlloc{}
 	ethFunds := new(big.Int).Mul(big.NewInt(10_000), big.NewInt(params.Ether))
-	for i := range uint32(accounts) {
+	for i := range uint32(accounts + traderAccounts) {
 		key, err := DeriveKey(Mnemonic, i)
 		if err != nil {
 			return nil, err
@@ -139,6 +142,10 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 	if err := c.deployScenario(ctx); err != nil {
 		c.closeNode()
 		return nil, fmt.Errorf("devnet: deploy scenario: %w", err)
+	}
+	if err := c.dexHistory(ctx); err != nil {
+		c.closeNode()
+		return nil, fmt.Errorf("devnet: trading history: %w", err)
 	}
 	c.url = "http://" + lis.Addr().String()
 	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
@@ -313,7 +320,7 @@ func (c *Chain) deployToken(ctx context.Context) error {
 	c.Token = rcpt.ContractAddress
 	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(TokenDecimals), nil)
 	amount := new(big.Int).Mul(big.NewInt(1_000), unit)
-	for _, a := range c.Accounts {
+	for _, a := range c.Accounts[:accounts] {
 		data, err := parsed.Pack("mint", a.Address, amount)
 		if err != nil {
 			return err
@@ -375,6 +382,14 @@ func (c *Chain) Banner(publicURL string) string {
 	for _, sc := range c.Scenario {
 		fmt.Fprintf(&b, "  %-12s %s (expect %s)\n", sc.Name, sc.Address.Hex(), sc.Expect)
 	}
+	if c.Dex != nil {
+		fmt.Fprintf(&b, "  dex factory  %s (V2-style; WETH %s)\n", c.Dex.Factory.Hex(), c.Dex.WETH.Hex())
+		for _, t := range c.Dex.Tokens {
+			fmt.Fprintf(&b, "  %-12s %s (pair %s, %s)\n", t.Name, t.Token.Hex(), t.Pair.Hex(), t.Fate)
+		}
+		fmt.Fprintf(&b, "  traders      #%d smart, #%d holder, #%d lucky, #%d late; crowd #%d-#%d\n",
+			SmartTrader, HolderTrader, LuckyTrader, LateTrader, crowdFirst, crowdFirst+crowdSize-1)
+	}
 	fmt.Fprintf(&b, "  try          go run ./cmd/tollgate pay %s/regime\n", strings.TrimSuffix(publicURL, "/"))
 	return b.String()
 }
@@ -389,3 +404,70 @@ type recorder struct {
 func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+
+// pendingTx is one transaction of a block sent with sendBlock.
+type pendingTx struct {
+	from Account
+	to   common.Address
+	data []byte
+	err  error // from packing the call; sendBlock reports it
+}
+
+// sendBlock signs the transactions in order (nonces counted per sender),
+// seals them into one block and checks every receipt. Scripted history uses
+// it so that a step of several transactions costs one block, which keeps
+// the chain's clock close to the wall clock (each block is at least one
+// second after its parent).
+func (c *Chain) sendBlock(ctx context.Context, txs ...pendingTx) error {
+	const gas = 400_000
+	cl := c.client
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	nonces := map[common.Address]uint64{}
+	var hashes []common.Hash
+	for _, p := range txs {
+		if p.err != nil {
+			return p.err
+		}
+	}
+	for _, p := range txs {
+		n, ok := nonces[p.from.Address]
+		if !ok {
+			if n, err = cl.PendingNonceAt(ctx, p.from.Address); err != nil {
+				return err
+			}
+		}
+		nonces[p.from.Address] = n + 1
+		to := p.to
+		tx, err := types.SignNewTx(p.from.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
+			ChainID: big.NewInt(ChainID), Nonce: n, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: &to, Data: p.data,
+		})
+		if err != nil {
+			return err
+		}
+		if err := cl.SendTransaction(ctx, tx); err != nil {
+			return err
+		}
+		hashes = append(hashes, tx.Hash())
+	}
+	c.mine()
+	for _, h := range hashes {
+		rcpt, err := cl.TransactionReceipt(ctx, h)
+		if err != nil {
+			return err
+		}
+		if rcpt.Status != types.ReceiptStatusSuccessful {
+			return fmt.Errorf("transaction %s reverted", h)
+		}
+	}
+	return nil
+}
+
+// callMsg is a read-only call to a contract.
+func callMsg(to common.Address, data []byte) ethereum.CallMsg {
+	return ethereum.CallMsg{To: &to, Data: data}
+}

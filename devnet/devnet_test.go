@@ -290,3 +290,71 @@ func TestRPCServesOnlyPublicNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestDexHistory: the scripted launches end as their fates say (rugged
+// pools hold no liquidity, the dumped one lost most of its price, the live
+// one kept its pool), and the history leaves the chain clock within a
+// payment window of the wall clock.
+func TestDexHistory(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	ctx := context.Background()
+	dex := e.chain.Dex
+	if dex == nil || len(dex.Tokens) != 4 {
+		t.Fatalf("dex %+v", dex)
+	}
+	_, pairABI, err := devnet.LoadArtifact("MiniPair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wethPerToken := func(pair, token common.Address) float64 {
+		data, _ := pairABI.Pack("getReserves")
+		out, err := e.client.CallContract(ctx, ethereum.CallMsg{To: &pair, Data: data}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := pairABI.Unpack("getReserves", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, wr := new(big.Float).SetInt(r[0].(*big.Int)), new(big.Float).SetInt(r[1].(*big.Int))
+		if token.Cmp(dex.WETH) > 0 {
+			tr, wr = wr, tr
+		}
+		if tr.Sign() == 0 {
+			return 0
+		}
+		p, _ := new(big.Float).Quo(wr, tr).Float64()
+		return p
+	}
+	launch := 20.0 / 100_000_000 // seeded price
+	for _, tok := range dex.Tokens {
+		p := wethPerToken(tok.Pair, tok.Token)
+		switch tok.Fate {
+		case "rug":
+			data, _ := pairABI.Pack("totalSupply")
+			out, _ := e.client.CallContract(ctx, ethereum.CallMsg{To: &tok.Pair, Data: data}, nil)
+			if new(big.Int).SetBytes(out).Sign() != 0 {
+				t.Errorf("%s: liquidity left after the rug", tok.Name)
+			}
+		case "dump":
+			if p > launch/10 {
+				t.Errorf("%s: price %g after the dump, launch %g", tok.Name, p, launch)
+			}
+		case "alive":
+			if p < launch {
+				t.Errorf("%s: price %g below launch %g", tok.Name, p, launch)
+			}
+		}
+		if len(tok.Buyers) < 6 {
+			t.Errorf("%s: %d buyers", tok.Name, len(tok.Buyers))
+		}
+	}
+	head, err := e.client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead := int64(head.Time) - time.Now().Unix(); ahead > 120 {
+		t.Errorf("chain clock %d s ahead of the wall clock after the history", ahead)
+	}
+}

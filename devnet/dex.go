@@ -1,0 +1,222 @@
+package devnet
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// Dex is the devnet's Uniswap-V2-style exchange and its scripted history.
+type Dex struct {
+	Factory common.Address
+	WETH    common.Address
+	// Tokens launched on it, in launch order, with what happened to them.
+	Tokens []LaunchedToken
+}
+
+// LaunchedToken is one token of the trading history.
+type LaunchedToken struct {
+	Name   string
+	Token  common.Address
+	Pair   common.Address
+	Fate   string // "rug" (liquidity pulled), "dump" (price collapse) or "alive"
+	Buyers []string
+}
+
+// Trader roles of the history (test accounts; the crowd is #10-#15).
+const (
+	SmartTrader  = 2 // early on every launch, out before every collapse
+	HolderTrader = 3 // early on every launch, never sells: caught by every collapse
+	LuckyTrader  = 4 // early on two launches, out before one collapse only
+	LateTrader   = 5 // buys after the early buyers, never early
+	crowdFirst   = 10
+	crowdSize    = 6
+)
+
+// dexHistory runs the scripted trading: four launches, early buyers, exits
+// before collapses, two rugs (liquidity removed) and a dump (price down
+// over 90 %), one launch that stays alive.
+func (c *Chain) dexHistory(ctx context.Context) error {
+	d := c.Accounts[ScenarioAccount]
+	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(18), nil)
+	ether := func(n int64) *big.Int { return new(big.Int).Mul(big.NewInt(n), unit) }
+
+	deploy := func(name string, args ...any) (common.Address, abi.ABI, error) {
+		art, parsed, err := LoadArtifact(name)
+		if err != nil {
+			return common.Address{}, parsed, err
+		}
+		ctor, err := parsed.Pack("", args...)
+		if err != nil {
+			return common.Address{}, parsed, err
+		}
+		rcpt, err := c.send(ctx, d, nil, append(common.FromHex(art.Bytecode), ctor...))
+		if err != nil {
+			return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+		}
+		return rcpt.ContractAddress, parsed, nil
+	}
+	tx := func(from Account, to common.Address, parsed abi.ABI, method string, args ...any) pendingTx {
+		data, err := parsed.Pack(method, args...)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", method, err)
+		}
+		return pendingTx{from: from, to: to, data: data, err: err}
+	}
+	_, pairABI, err := LoadArtifact("MiniPair")
+	if err != nil {
+		return err
+	}
+	_, tokenABI, err := LoadArtifact("LaunchToken")
+	if err != nil {
+		return err
+	}
+	weth, wethABI, err := deploy("BaseToken", "Wrapped Ether", "WETH", ether(1_000_000))
+	if err != nil {
+		return err
+	}
+	factory, factoryABI, err := deploy("MiniFactory")
+	if err != nil {
+		return err
+	}
+	traders := []int{SmartTrader, HolderTrader, LuckyTrader, LateTrader}
+	for i := range crowdSize {
+		traders = append(traders, crowdFirst+i)
+	}
+	var funding []pendingTx
+	for _, i := range traders {
+		funding = append(funding, tx(d, weth, wethABI, "transfer", c.Accounts[i].Address, ether(100)))
+	}
+	if err := c.sendBlock(ctx, funding...); err != nil {
+		return fmt.Errorf("fund traders: %w", err)
+	}
+	c.Dex = &Dex{Factory: factory, WETH: weth}
+
+	reserves := func(pair, token common.Address) (tokenRes, wethRes *big.Int, err error) {
+		out, err := c.callView(ctx, pair, pairABI, "getReserves")
+		if err != nil {
+			return nil, nil, err
+		}
+		r0, r1 := out[0].(*big.Int), out[1].(*big.Int)
+		if token.Cmp(weth) < 0 {
+			return r0, r1, nil
+		}
+		return r1, r0, nil
+	}
+	// swap sends amountIn of `in` to the pair and takes the V2 output, in
+	// one block.
+	swap := func(who Account, pair, token, in common.Address, amountIn *big.Int) error {
+		tr, wr, err := reserves(pair, token)
+		if err != nil {
+			return err
+		}
+		resIn, resOut, inABI := wr, tr, wethABI
+		if in == token {
+			resIn, resOut, inABI = tr, wr, tokenABI
+		}
+		withFee := new(big.Int).Mul(amountIn, big.NewInt(997))
+		out := new(big.Int).Div(new(big.Int).Mul(withFee, resOut), new(big.Int).Add(new(big.Int).Mul(resIn, big.NewInt(1000)), withFee))
+		out0, out1 := big.NewInt(0), big.NewInt(0)
+		if outIsToken0 := (in == weth) == (token.Cmp(weth) < 0); outIsToken0 {
+			out0 = out
+		} else {
+			out1 = out
+		}
+		return c.sendBlock(ctx, tx(who, in, inABI, "transfer", pair, amountIn), tx(who, pair, pairABI, "swap", out0, out1, who.Address))
+	}
+
+	type step struct {
+		who  int
+		sell bool // sell the whole bag; otherwise buy with 1 WETH
+	}
+	buy := func(who int) step { return step{who: who} }
+	sell := func(who int) step { return step{who: who, sell: true} }
+	crowd := func(i int) int { return crowdFirst + i }
+	launches := []struct {
+		name, symbol, fate string
+		steps              []step
+	}{
+		{"Moon Cat", "MCAT", "rug", []step{buy(SmartTrader), buy(HolderTrader), buy(LuckyTrader), buy(crowd(0)), buy(crowd(1)),
+			buy(LateTrader), buy(crowd(2)), sell(SmartTrader), sell(LuckyTrader)}},
+		{"Rocket Dog", "RDOG", "rug", []step{buy(SmartTrader), buy(HolderTrader), buy(crowd(1)), buy(crowd(2)), buy(crowd(3)),
+			buy(LateTrader), sell(SmartTrader)}},
+		{"Steady Eddy", "EDDY", "alive", []step{buy(SmartTrader), buy(HolderTrader), buy(crowd(3)), buy(crowd(4)), buy(crowd(5)), buy(LateTrader)}},
+		{"Slow Burn", "BURN", "dump", []step{buy(SmartTrader), buy(HolderTrader), buy(LuckyTrader), buy(crowd(4)), buy(crowd(5)),
+			buy(LateTrader), sell(SmartTrader)}},
+	}
+	for _, l := range launches {
+		token, _, err := deploy("LaunchToken", l.name, l.symbol, ether(1_000_000_000))
+		if err != nil {
+			return err
+		}
+		create := tx(d, factory, factoryABI, "createPair", token, weth)
+		if create.err != nil {
+			return create.err
+		}
+		if _, err := c.send(ctx, d, &factory, create.data); err != nil { // deploys a pair: gas estimated
+			return fmt.Errorf("%s: createPair: %w", l.symbol, err)
+		}
+		out, err := c.callView(ctx, factory, factoryABI, "getPair", token, weth)
+		if err != nil {
+			return err
+		}
+		pair := out[0].(common.Address)
+		// The deployer seeds the pool: 100,000,000 tokens against 20 WETH.
+		if err := c.sendBlock(ctx,
+			tx(d, token, tokenABI, "transfer", pair, ether(100_000_000)),
+			tx(d, weth, wethABI, "transfer", pair, ether(20)),
+			tx(d, pair, pairABI, "mint", d.Address)); err != nil {
+			return fmt.Errorf("%s: seed: %w", l.symbol, err)
+		}
+		lt := LaunchedToken{Name: l.symbol, Token: token, Pair: pair, Fate: l.fate}
+		for _, s := range l.steps {
+			who := c.Accounts[s.who]
+			if !s.sell {
+				if err := swap(who, pair, token, weth, ether(1)); err != nil {
+					return fmt.Errorf("%s buy by #%d: %w", l.symbol, s.who, err)
+				}
+				lt.Buyers = append(lt.Buyers, who.Address.Hex())
+				continue
+			}
+			bag, err := c.callView(ctx, token, tokenABI, "balanceOf", who.Address)
+			if err != nil {
+				return err
+			}
+			if err := swap(who, pair, token, token, bag[0].(*big.Int)); err != nil {
+				return fmt.Errorf("%s sell by #%d: %w", l.symbol, s.who, err)
+			}
+		}
+		switch l.fate {
+		case "rug": // the deployer pulls the liquidity
+			lp, err := c.callView(ctx, pair, pairABI, "balanceOf", d.Address)
+			if err != nil {
+				return err
+			}
+			if err := c.sendBlock(ctx, tx(d, pair, pairABI, "transfer", pair, lp[0].(*big.Int)), tx(d, pair, pairABI, "burn", d.Address)); err != nil {
+				return fmt.Errorf("%s: rug: %w", l.symbol, err)
+			}
+		case "dump": // the deployer sells a huge bag into the pool
+			if err := swap(d, pair, token, token, ether(800_000_000)); err != nil {
+				return fmt.Errorf("%s: dump: %w", l.symbol, err)
+			}
+		}
+		c.Dex.Tokens = append(c.Dex.Tokens, lt)
+	}
+	return nil
+}
+
+// callView makes a read-only call and unpacks its outputs.
+func (c *Chain) callView(ctx context.Context, to common.Address, parsed abi.ABI, method string, args ...any) ([]any, error) {
+	data, err := parsed.Pack(method, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.client.CallContract(ctx, callMsg(to, data), nil)
+	if err != nil {
+		return nil, err
+	}
+	return parsed.Unpack(method, out)
+}
