@@ -49,9 +49,9 @@ const ChainID = 8453
 
 // Roles of the test accounts.
 const (
-	PayerAccount       = 0 // default key of `tollgate pay`
-	PayToAccount       = 1 // receives payments
-	FacilitatorAccount = 9 // deploys the token and pays settlement gas
+	PayerAccount       = 0  // default key of `tollgate pay`
+	PayToAccount       = 1  // receives payments
+	FacilitatorAccount = 9  // deploys the token and pays settlement gas
 	accounts           = 10 // funded with ETH and the USD token
 	traderAccounts     = 6  // #10-#15: the crowd of the DEX history, ETH only
 )
