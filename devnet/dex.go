@@ -12,6 +12,7 @@ import (
 // Dex is the devnet's Uniswap-V2-style exchange and its scripted history.
 type Dex struct {
 	Factory common.Address
+	Router  common.Address
 	WETH    common.Address
 	// Tokens launched on it, in launch order, with what happened to them.
 	Tokens []LaunchedToken
@@ -95,37 +96,20 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 	}
 	c.Dex = &Dex{Factory: factory, WETH: weth}
 
-	reserves := func(pair, token common.Address) (tokenRes, wethRes *big.Int, err error) {
-		out, err := c.callView(ctx, pair, pairABI, "getReserves")
-		if err != nil {
-			return nil, nil, err
-		}
-		r0, r1 := out[0].(*big.Int), out[1].(*big.Int)
-		if token.Cmp(weth) < 0 {
-			return r0, r1, nil
-		}
-		return r1, r0, nil
+	router, routerABI, err := deploy("MiniRouter", factory)
+	if err != nil {
+		return err
 	}
-	// swap sends amountIn of `in` to the pair and takes the V2 output, in
-	// one block.
-	swap := func(who Account, pair, token, in common.Address, amountIn *big.Int) error {
-		tr, wr, err := reserves(pair, token)
-		if err != nil {
-			return err
+	c.Dex.Router = router
+	// swap trades amountIn of `in` for `out` through the router, which
+	// pays the pair from who's allowance in the same transaction.
+	swap := func(who Account, in, out common.Address, amountIn *big.Int) error {
+		inABI := wethABI
+		if in != weth {
+			inABI = tokenABI
 		}
-		resIn, resOut, inABI := wr, tr, wethABI
-		if in == token {
-			resIn, resOut, inABI = tr, wr, tokenABI
-		}
-		withFee := new(big.Int).Mul(amountIn, big.NewInt(997))
-		out := new(big.Int).Div(new(big.Int).Mul(withFee, resOut), new(big.Int).Add(new(big.Int).Mul(resIn, big.NewInt(1000)), withFee))
-		out0, out1 := big.NewInt(0), big.NewInt(0)
-		if outIsToken0 := (in == weth) == (token.Cmp(weth) < 0); outIsToken0 {
-			out0 = out
-		} else {
-			out1 = out
-		}
-		return c.sendBlock(ctx, tx(who, in, inABI, "transfer", pair, amountIn), tx(who, pair, pairABI, "swap", out0, out1, who.Address))
+		return c.sendBlock(ctx, tx(who, in, inABI, "approve", router, amountIn),
+			tx(who, router, routerABI, "swapExact", in, out, amountIn, big.NewInt(0), who.Address))
 	}
 
 	type step struct {
@@ -175,7 +159,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		for _, s := range l.steps {
 			who := c.Accounts[s.who]
 			if !s.sell {
-				if err := swap(who, pair, token, weth, ether(1)); err != nil {
+				if err := swap(who, weth, token, ether(1)); err != nil {
 					return fmt.Errorf("%s buy by #%d: %w", l.symbol, s.who, err)
 				}
 				lt.Buyers = append(lt.Buyers, who.Address.Hex())
@@ -185,7 +169,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := swap(who, pair, token, token, bag[0].(*big.Int)); err != nil {
+			if err := swap(who, token, weth, bag[0].(*big.Int)); err != nil {
 				return fmt.Errorf("%s sell by #%d: %w", l.symbol, s.who, err)
 			}
 		}
@@ -199,7 +183,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 				return fmt.Errorf("%s: rug: %w", l.symbol, err)
 			}
 		case "dump": // the deployer sells a huge bag into the pool
-			if err := swap(d, pair, token, token, ether(800_000_000)); err != nil {
+			if err := swap(d, token, weth, ether(800_000_000)); err != nil {
 				return fmt.Errorf("%s: dump: %w", l.symbol, err)
 			}
 		}

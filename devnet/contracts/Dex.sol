@@ -4,12 +4,15 @@ pragma solidity ^0.8.26;
 // A minimal Uniswap-V2-style exchange for the devnet's trading history:
 // the factory emits V2's PairCreated and the pairs emit V2's Mint, Burn,
 // Swap and Sync with V2's signatures, so the whale scanner reads them as it
-// reads real V2 pairs on Base. Constant product with a 0.3 % fee; no
-// router, no flash swaps, no protocol fee. For the devnet only.
+// reads real V2 pairs on Base. Constant product with a 0.3 % fee; a
+// one-hop router pays the pair from the trader's allowance in the swap's
+// transaction, as V2's router does; no flash swaps, no protocol fee. For
+// the devnet only.
 
 interface IERC20 {
     function balanceOf(address) external view returns (uint256);
     function transfer(address to, uint256 value) external returns (bool);
+    function transferFrom(address from, address to, uint256 value) external returns (bool);
 }
 
 contract MiniPair {
@@ -137,6 +140,30 @@ contract MiniFactory {
     }
 }
 
+/// @notice Swaps through one pair: takes amountIn from the caller's
+/// allowance straight into the pair and sends the output to `to`.
+contract MiniRouter {
+    MiniFactory public immutable factory;
+
+    constructor(MiniFactory f) {
+        factory = f;
+    }
+
+    function swapExact(address tokenIn, address tokenOut, uint256 amountIn, uint256 minOut, address to) external returns (uint256 out) {
+        address pair = factory.getPair(tokenIn, tokenOut);
+        require(pair != address(0), "NO_PAIR");
+        (uint112 r0, uint112 r1,) = MiniPair(pair).getReserves();
+        bool inIs0 = tokenIn < tokenOut;
+        (uint256 rIn, uint256 rOut) = inIs0 ? (uint256(r0), uint256(r1)) : (uint256(r1), uint256(r0));
+        require(IERC20(tokenIn).transferFrom(msg.sender, pair, amountIn), "TRANSFER_FROM");
+        uint256 withFee = amountIn * 997;
+        out = withFee * rOut / (rIn * 1000 + withFee);
+        require(out >= minOut, "SLIPPAGE");
+        (uint256 o0, uint256 o1) = inIs0 ? (uint256(0), out) : (out, uint256(0));
+        MiniPair(pair).swap(o0, o1, to);
+    }
+}
+
 /// @notice A freshly launched token of the trading history: the deployer
 /// holds the supply and seeds the pool.
 contract LaunchToken {
@@ -145,8 +172,10 @@ contract LaunchToken {
     uint8 public constant decimals = 18;
     uint256 public totalSupply;
     mapping(address => uint256) public balanceOf;
+    mapping(address => mapping(address => uint256)) public allowance;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
+    event Approval(address indexed owner, address indexed spender, uint256 value);
 
     constructor(string memory name_, string memory symbol_, uint256 supply) {
         name = name_;
@@ -161,6 +190,22 @@ contract LaunchToken {
         balanceOf[msg.sender] -= value;
         balanceOf[to] += value;
         emit Transfer(msg.sender, to, value);
+        return true;
+    }
+
+    function approve(address spender, uint256 value) external returns (bool) {
+        allowance[msg.sender][spender] = value;
+        emit Approval(msg.sender, spender, value);
+        return true;
+    }
+
+    function transferFrom(address from, address to, uint256 value) external returns (bool) {
+        require(balanceOf[from] >= value, "balance");
+        require(allowance[from][msg.sender] >= value, "allowance");
+        allowance[from][msg.sender] -= value;
+        balanceOf[from] -= value;
+        balanceOf[to] += value;
+        emit Transfer(from, to, value);
         return true;
     }
 }

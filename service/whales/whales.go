@@ -1,0 +1,427 @@
+// Package whales owns the whale shortlist: a background scanner that
+// finds recent pools from DEX factory events, reads their swaps, reserves
+// and liquidity removals incrementally from the last scanned block, and
+// the rules (rules.go, docs/rules.md) that turn them into ranked wallets.
+// Requests never touch the chain: they read the last completed snapshot.
+package whales
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/tollgate/tollgate/service/chain"
+)
+
+// Factory is a DEX factory whose pool creations the scanner follows.
+type Factory struct {
+	Address common.Address
+	Kind    Kind
+}
+
+// Base mainnet defaults: the factories and quote assets of the scan.
+var (
+	BaseFactories = []Factory{
+		{common.HexToAddress("0x8909Dc15e40173Ff4699343b6eB8132c65e18eC6"), UniswapV2},
+		{common.HexToAddress("0x33128a8fC17869897dcE68Ed026d694621f6FDfD"), UniswapV3},
+		{common.HexToAddress("0x420DD381b31aEf6683db6B902084cB0FFECe40Da"), Aerodrome},
+	}
+	BaseQuotes = []common.Address{
+		common.HexToAddress("0x4200000000000000000000000000000000000006"), // WETH
+		common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), // USDC
+	}
+)
+
+// Config configures a Scanner.
+type Config struct {
+	Factories []Factory
+	// Quotes are the assets tokens are priced in; a pool needs exactly one.
+	Quotes []common.Address
+	// WindowBlocks is how far back pools are followed (by creation block).
+	WindowBlocks uint64
+	// Confirmations keeps the scan this many blocks behind the head.
+	Confirmations uint64
+	// Interval is the pause between cycles once caught up.
+	Interval time.Duration
+	// MaxPools caps the pools followed (the newest are kept).
+	MaxPools int
+	// MaxBlocksPerCycle caps the range one cycle reads; a scan further
+	// behind catches up over several cycles.
+	MaxBlocksPerCycle uint64
+	// Top is how many wallets a snapshot lists.
+	Top   int
+	Rules Rules
+	Chain chain.Config
+}
+
+// DefaultConfig returns the settings for Base: seven days of pools, a
+// cycle a minute.
+func DefaultConfig() Config {
+	return Config{
+		Factories: BaseFactories, Quotes: BaseQuotes,
+		WindowBlocks: 302_400, Confirmations: 3, Interval: time.Minute,
+		MaxPools: 2_000, MaxBlocksPerCycle: 50_000, Top: 50,
+		Rules: DefaultRules(), Chain: chain.DefaultConfig(),
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Factories) == 0 || len(c.Quotes) == 0 {
+		errs = append(errs, errors.New("whales: at least one factory and one quote asset"))
+	}
+	for _, f := range c.Factories {
+		if f.Kind != UniswapV2 && f.Kind != UniswapV3 && f.Kind != Aerodrome {
+			errs = append(errs, fmt.Errorf("whales: factory %s: unknown kind %q (v2, v3 or aerodrome)", f.Address, f.Kind))
+		}
+	}
+	if c.WindowBlocks == 0 || c.Interval <= 0 || c.MaxPools <= 0 || c.MaxBlocksPerCycle == 0 || c.Top <= 0 {
+		errs = append(errs, errors.New("whales: window, interval, pool cap, cycle range and top must be positive"))
+	}
+	if r := c.Rules; r.EarlyBuyers <= 0 || r.Drawdown <= 0 || r.Drawdown >= 1 || r.LiquidityPull <= 0 || r.LiquidityPull > 1 || r.Dodge <= 0 || r.Dodge > 1 {
+		errs = append(errs, errors.New("whales: rules out of range"))
+	}
+	return errors.Join(errs...)
+}
+
+// Snapshot is a completed scan.
+type Snapshot struct {
+	AsOf time.Time
+	// Block is the last block the scan covers.
+	Block         uint64
+	TokensScanned int
+	// Wallets with a positive score, best first, at most Config.Top.
+	Wallets []Wallet
+}
+
+// Stats describes one cycle.
+type Stats struct {
+	From, To  uint64
+	Pools     int // followed after the cycle
+	NewPools  int
+	Logs      int
+	Calls     int64 // JSON-RPC round trips
+	CaughtUp  bool
+	Completed bool // a snapshot was published
+}
+
+// Scanner runs the scan cycles and holds the last snapshot.
+type Scanner struct {
+	cfg     Config
+	rpc     *countingRPC
+	client  *chain.Client
+	log     *slog.Logger
+	kinds   map[common.Address]Kind
+	quotes  map[common.Address]bool
+	pools   map[common.Address]*pool
+	tokens  map[common.Address]bool
+	started bool
+	next    uint64
+	snap    atomic.Pointer[Snapshot]
+}
+
+// New returns a scanner over r; it does no I/O.
+func New(r chain.RPC, cfg Config, log *slog.Logger) (*Scanner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	counting := &countingRPC{RPC: r}
+	client, err := chain.New(counting, cfg.Chain)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scanner{cfg: cfg, rpc: counting, client: client, log: log,
+		kinds: map[common.Address]Kind{}, quotes: map[common.Address]bool{},
+		pools: map[common.Address]*pool{}, tokens: map[common.Address]bool{}}
+	for _, f := range cfg.Factories {
+		s.kinds[f.Address] = f.Kind
+	}
+	for _, q := range cfg.Quotes {
+		s.quotes[q] = true
+	}
+	return s, nil
+}
+
+// Snapshot returns the last completed scan, nil before the first.
+func (s *Scanner) Snapshot() *Snapshot { return s.snap.Load() }
+
+// Run scans until ctx ends: back to back while catching up, then every
+// Interval. Failed cycles are logged and retried at the next tick.
+func (s *Scanner) Run(ctx context.Context) {
+	for {
+		st, err := s.Scan(ctx)
+		wait := s.cfg.Interval
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Warn("whale scan failed; the last snapshot stays served", "err", err, "rpc_calls", st.Calls)
+		case !st.CaughtUp:
+			wait = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Scan runs one cycle: the new blocks since the last cycle (at most
+// MaxBlocksPerCycle), publishing a snapshot once caught up.
+func (s *Scanner) Scan(ctx context.Context) (Stats, error) {
+	calls := s.rpc.n.Load()
+	st, err := s.scan(ctx)
+	st.Calls = s.rpc.n.Load() - calls
+	if err != nil {
+		return st, err
+	}
+	perToken := 0.0
+	if st.NewPools+st.Pools > 0 {
+		perToken = float64(st.Calls) / float64(max(st.Pools, 1))
+	}
+	s.log.Info("whale scan", "from", st.From, "to", st.To, "pools", st.Pools, "new_pools", st.NewPools, "logs", st.Logs,
+		"rpc_calls", st.Calls, "rpc_calls_per_token", fmt.Sprintf("%.2f", perToken), "caught_up", st.CaughtUp)
+	return st, nil
+}
+
+func (s *Scanner) scan(ctx context.Context) (Stats, error) {
+	var head hexutil.Uint64
+	if err := s.client.Call(ctx, &head, "eth_blockNumber"); err != nil {
+		return Stats{}, fmt.Errorf("eth_blockNumber: %w", err)
+	}
+	safe := uint64(head) - min(uint64(head), s.cfg.Confirmations)
+	if !s.started {
+		s.next = safe - min(safe, s.cfg.WindowBlocks-1)
+		s.started = true
+	}
+	st := Stats{From: s.next, To: min(safe, s.next+s.cfg.MaxBlocksPerCycle-1)}
+	if st.From > st.To { // nothing new: the snapshot is current as of now
+		st.From, st.To, st.CaughtUp, st.Pools = s.next, s.next-1, true, len(s.pools)
+		s.publish(safe)
+		st.Completed = true
+		return st, nil
+	}
+	newPools, err := s.discover(ctx, st.From, st.To)
+	if err != nil {
+		return st, err
+	}
+	st.NewPools = newPools
+	s.prune(st.To)
+	n, err := s.readPools(ctx, st.From, st.To)
+	if err != nil {
+		return st, err
+	}
+	for _, p := range s.pools {
+		p.settle(s.cfg.Rules)
+	}
+	st.Logs, st.Pools = n, len(s.pools)
+	s.next = st.To + 1
+	st.CaughtUp = st.To == safe
+	if st.CaughtUp {
+		s.publish(st.To)
+		st.Completed = true
+	}
+	return st, nil
+}
+
+// discover adds the pools created in [from, to] that pair a token with
+// exactly one quote asset, the token's first pool only.
+func (s *Scanner) discover(ctx context.Context, from, to uint64) (int, error) {
+	var addrs []common.Address
+	var topics []common.Hash
+	for _, f := range s.cfg.Factories {
+		addrs = append(addrs, f.Address)
+		if t := creationTopic(f.Kind); !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	logs, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: addrs, Topics: [][]common.Hash{topics}})
+	if err != nil {
+		return 0, fmt.Errorf("pool creations: %w", err)
+	}
+	added := 0
+	for _, l := range logs {
+		kind, ok := s.kinds[l.Address]
+		if !ok || l.Topics[0] != creationTopic(kind) {
+			continue
+		}
+		t0, t1, addr, err := created(kind, l)
+		if err != nil {
+			s.log.Debug("whale scan: undecodable pool creation", "factory", l.Address, "err", err)
+			continue
+		}
+		token, tokenIs0 := t1, false
+		switch {
+		case s.quotes[t1] && !s.quotes[t0]:
+			token, tokenIs0 = t0, true
+		case s.quotes[t0] && !s.quotes[t1]:
+		default:
+			continue
+		}
+		if s.tokens[token] || s.pools[addr] != nil {
+			continue
+		}
+		s.tokens[token] = true
+		s.pools[addr] = newPool(addr, token, kind, tokenIs0, l.BlockNumber)
+		added++
+	}
+	return added, nil
+}
+
+// prune forgets pools created before the window and, past MaxPools, the
+// oldest ones.
+func (s *Scanner) prune(to uint64) {
+	oldest := to - min(to, s.cfg.WindowBlocks-1)
+	ps := s.sortedPools()
+	for i, p := range ps {
+		if p.created < oldest || i < len(ps)-s.cfg.MaxPools {
+			delete(s.pools, p.addr)
+			delete(s.tokens, p.token)
+		}
+	}
+}
+
+// sortedPools lists the followed pools by creation block, then address.
+func (s *Scanner) sortedPools() []*pool {
+	ps := make([]*pool, 0, len(s.pools))
+	for _, p := range s.pools {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].created != ps[j].created {
+			return ps[i].created < ps[j].created
+		}
+		return ps[i].addr.Cmp(ps[j].addr) < 0
+	})
+	return ps
+}
+
+// poolChunk bounds the addresses (and topic alternatives) per eth_getLogs.
+const poolChunk = 500
+
+// readPools reads the followed pools' events and the token transfers into
+// them over [from, to] and folds them in chain order.
+func (s *Scanner) readPools(ctx context.Context, from, to uint64) (int, error) {
+	ps := s.sortedPools()
+	var events, transfers []types.Log
+	for i := 0; i < len(ps); i += poolChunk {
+		chunk := ps[i:min(len(ps), i+poolChunk)]
+		addrs := make([]common.Address, len(chunk))
+		tokens := make([]common.Address, len(chunk))
+		topicPools := make([]common.Hash, len(chunk))
+		for j, p := range chunk {
+			addrs[j], tokens[j], topicPools[j] = p.addr, p.token, common.BytesToHash(p.addr[:])
+		}
+		ev, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: addrs, Topics: [][]common.Hash{poolTopics}})
+		if err != nil {
+			return 0, fmt.Errorf("pool events: %w", err)
+		}
+		tr, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: tokens,
+			Topics: [][]common.Hash{{topicTransfer}, nil, topicPools}})
+		if err != nil {
+			return 0, fmt.Errorf("transfers into pools: %w", err)
+		}
+		events, transfers = append(events, ev...), append(transfers, tr...)
+	}
+	// The token transfers into a pool name the seller of a swap in the
+	// same transaction (Swap.sender is usually a router).
+	sellers := map[common.Hash][]types.Log{}
+	for _, t := range transfers {
+		if len(t.Topics) == 3 {
+			sellers[t.TxHash] = append(sellers[t.TxHash], t)
+		}
+	}
+	sort.Slice(events, func(i, j int) bool {
+		a, b := events[i], events[j]
+		if a.BlockNumber != b.BlockNumber {
+			return a.BlockNumber < b.BlockNumber
+		}
+		return a.Index < b.Index
+	})
+	for _, l := range events {
+		p := s.pools[l.Address]
+		if p == nil || l.Removed {
+			continue
+		}
+		e, ok, err := decode(l, p.tokenIs0)
+		if err != nil {
+			s.log.Debug("whale scan: undecodable pool event", "pool", l.Address, "err", err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var seller common.Address
+		if e.kind == evSwap && e.tokenDelta.Sign() > 0 {
+			seller = sellerOf(sellers[l.TxHash], p, e.tokenDelta)
+		}
+		p.apply(l.TxHash, e, seller, s.cfg.Rules)
+	}
+	return len(events) + len(transfers), nil
+}
+
+// sellerOf picks the sender of the token transfer into p in a swap's
+// transaction: the one of the swapped amount, else the first.
+func sellerOf(transfers []types.Log, p *pool, amount *big.Int) common.Address {
+	var first common.Address
+	for _, t := range transfers {
+		if t.Address != p.token || common.BytesToAddress(t.Topics[2][:]) != p.addr {
+			continue
+		}
+		from := common.BytesToAddress(t.Topics[1][:])
+		if new(big.Int).SetBytes(t.Data).Cmp(amount) == 0 {
+			return from
+		}
+		if first == (common.Address{}) {
+			first = from
+		}
+	}
+	return first
+}
+
+func (s *Scanner) publish(block uint64) {
+	ps := s.sortedPools()
+	all := rank(ps)
+	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps)}
+	for _, w := range all {
+		if w.Score <= 0 || len(snap.Wallets) == s.cfg.Top {
+			break
+		}
+		snap.Wallets = append(snap.Wallets, w)
+	}
+	s.snap.Store(snap)
+}
+
+// Ranking scores every wallet of the followed pools, best first, with no
+// cut: what a snapshot's list is taken from. For tests and operators; it
+// must not run concurrently with Scan.
+func (s *Scanner) Ranking() []Wallet { return rank(s.sortedPools()) }
+
+// countingRPC counts round trips, for the per-cycle cost log.
+type countingRPC struct {
+	chain.RPC
+	n atomic.Int64
+}
+
+func (c *countingRPC) CallContext(ctx context.Context, result any, method string, args ...any) error {
+	c.n.Add(1)
+	return c.RPC.CallContext(ctx, result, method, args...)
+}
+
+func (c *countingRPC) BatchCallContext(ctx context.Context, b []rpc.BatchElem) error {
+	c.n.Add(1)
+	return c.RPC.BatchCallContext(ctx, b)
+}
