@@ -13,6 +13,7 @@ package service
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -51,12 +52,16 @@ type Analytics struct {
 	candles Candles
 	chain   Chain
 	scans   *scans
+	whales  Whales
+	// answered is the /whales response of the current snapshot.
+	answered atomic.Pointer[whaleAnswer]
 }
 
-// NewAnalytics returns the analytics service over a candle store and a
-// chain reader (nil: the chain operations answer Unimplemented).
-func NewAnalytics(candles Candles, chain Chain) *Analytics {
-	return &Analytics{candles: candles, chain: chain, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
+// NewAnalytics returns the analytics service over a candle store, a chain
+// reader and the whale scanner (nil chain or whales: those operations
+// answer Unimplemented).
+func NewAnalytics(candles Candles, chain Chain, whales Whales) *Analytics {
+	return &Analytics{candles: candles, chain: chain, whales: whales, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
 }
 
 // GetCandles implements tollgatev1.AnalyticsServiceServer.

@@ -49,7 +49,7 @@ type DiscoveryConfig struct {
 }
 
 // DevnetContract is a scenario contract shown in the project facts.
-type DevnetContract struct{ Name, Address, Expect string }
+type DevnetContract struct{ Name, Address, Expect, Role string }
 
 // PaymentTerms are the x402 terms shown in the project facts.
 type PaymentTerms struct {
@@ -269,7 +269,7 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 		}
 	}
 	for _, c := range d.cfg.DevnetContracts {
-		p.DevnetContracts = append(p.DevnetContracts, &tollgatev1.DevnetContract{Name: c.Name, Address: c.Address, Expect: c.Expect})
+		p.DevnetContracts = append(p.DevnetContracts, &tollgatev1.DevnetContract{Name: c.Name, Address: c.Address, Expect: c.Expect, Role: c.Role})
 	}
 	for _, src := range d.cfg.Sources {
 		p.Sources = append(p.Sources, &tollgatev1.DataSource{

@@ -27,6 +27,7 @@ const internalMessage = "internal error"
 //	rules.ErrBadClose                  impossible candles
 //	*errNotToken                       FailedPrecondition (400): no code, or a 7702 account
 //	chain.ErrUnavailable               Unavailable
+//	errWhalesNotReady                  Unavailable: no completed whale scan yet
 //	context.DeadlineExceeded           DeadlineExceeded
 //	context.Canceled                   Canceled
 //	an error that already is a status  unchanged
@@ -53,6 +54,8 @@ func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, errNoChain):
 		return status.Error(codes.Unimplemented, "no chain is configured on this server")
+	case errors.Is(err, errWhalesNotReady):
+		return status.Error(codes.Unavailable, err.Error()+"; nothing was charged, try again shortly")
 	case errors.Is(err, chain.ErrUnavailable):
 		logger.WarnContext(ctx, "chain node failed", "err", err)
 		return status.Error(codes.Unavailable, "the chain node is unavailable; nothing was charged, try again later")

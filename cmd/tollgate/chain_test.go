@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,15 @@ func TestRugCheckScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(proj.GetDevnetContracts()) != 8 {
+	var scenario []*tollgatev1.DevnetContract
+	roles := map[string]string{}
+	for _, c := range proj.GetDevnetContracts() {
+		roles[c.GetName()] = c.GetRole()
+		if c.GetExpect() != "" {
+			scenario = append(scenario, c)
+		}
+	}
+	if len(scenario) != 8 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
 		t.Fatalf("devnet contracts %v", proj.GetDevnetContracts())
 	}
 	wantFlags := map[string][]string{
@@ -94,9 +103,10 @@ func TestRugCheckScenario(t *testing.T) {
 	}
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
 	second := startServe(t, []string{"--chain-rpc", "http://" + first.ls.devnet.Addr().String(),
-		"--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
+		"--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+		"--dex-factories", "v2:" + byRole(proj, "dex-factory"), "--quote-tokens", byRole(proj, "weth"), "--whale-confirmations", "0"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
 	cl2 := tollgatev1.NewAnalyticsServiceClient(second.conn)
-	for _, c := range proj.GetDevnetContracts() {
+	for _, c := range scenario {
 		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
 		if err != nil {
 			t.Fatalf("%s: %v", c.GetName(), err)
@@ -119,7 +129,7 @@ func TestRugCheckScenario(t *testing.T) {
 		}
 	}
 	byName := map[string]string{}
-	for _, c := range proj.GetDevnetContracts() {
+	for _, c := range scenario {
 		byName[c.GetName()] = c.GetAddress()
 	}
 	b32, err := cl.GetToken(context.Background(), &tollgatev1.GetTokenRequest{Addr: byName["bytes32-name"]})
@@ -145,6 +155,44 @@ func TestRugCheckScenario(t *testing.T) {
 	if err != nil || resp.StatusCode != 402 {
 		t.Errorf("unpaid REST rugcheck: %v %v", resp, err)
 	}
+
+	// The whale shortlist of both processes, once their first scans are
+	// done: the devnet's smart trader leads, and the lists are identical.
+	w1, w2 := waitWhales(t, cl), waitWhales(t, cl2)
+	if w1.GetTokensScanned() != 4 || len(w1.GetWallets()) == 0 ||
+		w1.GetWallets()[0].GetAddress() != devnetAccount(t, devnet.SmartTrader) {
+		t.Errorf("whales: %v", w1)
+	}
+	w1.AsOf, w2.AsOf = "", ""
+	if !proto.Equal(w1, w2) {
+		t.Errorf("whales differ through --chain-rpc:\n%v\n%v", w1, w2)
+	}
+}
+
+// waitWhales polls /whales until the first scan completes (Unavailable
+// before).
+func waitWhales(t *testing.T, cl tollgatev1.AnalyticsServiceClient) *tollgatev1.GetWhalesResponse {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w, err := cl.GetWhales(context.Background(), &tollgatev1.GetWhalesRequest{})
+		if err == nil {
+			return w
+		}
+		if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+			t.Fatalf("whales: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func devnetAccount(t *testing.T, i uint32) string {
+	t.Helper()
+	key, err := devnet.DeriveKey(devnet.Mnemonic, i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crypto.PubkeyToAddress(key.PublicKey).Hex()
 }
 
 // BenchmarkRugCheckHot is a rug check of an already-seen contract (its
@@ -165,7 +213,7 @@ func BenchmarkRugCheckHot(b *testing.B) {
 	}
 	defer rc.Close()
 	cc, _ := chain.New(rc, chain.DefaultConfig())
-	direct := service.NewAnalytics(nil, cc)
+	direct := service.NewAnalytics(nil, cc, nil)
 	for _, c := range []struct {
 		name string
 		call func() error
@@ -194,4 +242,13 @@ func BenchmarkRugCheckHot(b *testing.B) {
 			b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+func byRole(proj *tollgatev1.GetProjectResponse, name string) string {
+	for _, c := range proj.GetDevnetContracts() {
+		if c.GetName() == name {
+			return c.GetAddress()
+		}
+	}
+	return ""
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/tollgate/tollgate/service/whales"
 )
 
 // config is everything serve needs; each field has a flag and an
@@ -32,8 +34,15 @@ type config struct {
 	LogLevel        slog.Level
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
+	DexFactories    string // kind:address,... (whales.Factory)
+	QuoteTokens     string // address,...
+	WhaleWindow     uint64
+	WhaleInterval   time.Duration
+	WhaleConfirm    uint64
 
-	envErrs []error // TOLLGATE_* values that did not parse
+	factories []whales.Factory // parsed by validate
+	quotes    []common.Address
+	envErrs   []error // TOLLGATE_* values that did not parse []error // TOLLGATE_* values that did not parse
 }
 
 // newServeFlags declares the flags of serve. Defaults come from getenv
@@ -92,6 +101,22 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	}
 	dur(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "deadline of one proxied call; past it the answer is 504")
 	dur(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
+	str(&cfg.DexFactories, "dex-factories", "", "whale scan: DEX factories as kind:address,... with kind v2, v3 or aerodrome; empty: Uniswap V2/V3 and Aerodrome on Base (devnet: its exchange)")
+	str(&cfg.QuoteTokens, "quote-tokens", "", "whale scan: quote assets as address,...; empty: WETH and USDC on Base (devnet: its WETH)")
+	u64 := func(p *uint64, name string, def uint64, usage string) {
+		if v := env(name, ""); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_%s: %w", strings.ToUpper(strings.ReplaceAll(name, "-", "_")), err))
+			} else {
+				def = n
+			}
+		}
+		fs.Uint64Var(p, name, def, usage)
+	}
+	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
+	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")
+	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
 	return fs, cfg
 }
 
@@ -124,8 +149,39 @@ func (c *config) validate() error {
 	if c.MaxTimeout < 30 {
 		errs = append(errs, fmt.Errorf("--max-timeout %d: at least 30 seconds", c.MaxTimeout))
 	}
+	if c.WhaleWindow == 0 || c.WhaleInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--whale-window %d, --whale-interval %s: must be positive", c.WhaleWindow, c.WhaleInterval))
+	}
+	c.factories, c.quotes = nil, nil
+	for _, f := range splitList(c.DexFactories) {
+		kind, addr, ok := strings.Cut(f, ":")
+		k := whales.Kind(kind)
+		if !ok || !common.IsHexAddress(addr) || (k != whales.UniswapV2 && k != whales.UniswapV3 && k != whales.Aerodrome) {
+			errs = append(errs, fmt.Errorf("--dex-factories %q: want kind:address with kind v2, v3 or aerodrome", f))
+			continue
+		}
+		c.factories = append(c.factories, whales.Factory{Address: common.HexToAddress(addr), Kind: k})
+	}
+	for _, q := range splitList(c.QuoteTokens) {
+		if !common.IsHexAddress(q) {
+			errs = append(errs, fmt.Errorf("--quote-tokens %q is not an address", q))
+			continue
+		}
+		c.quotes = append(c.quotes, common.HexToAddress(q))
+	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout))
 	}
 	return errors.Join(errs...)
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/service/whales"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -126,6 +127,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	scanner, err := whales.New(rpcClient, whaleConfig(cfg, pay), logger.With("component", "whales"))
+	if err != nil {
+		return err
+	}
+	go scanner.Run(ctx)
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL:       cfg.PublicURL,
 		Version:         buildVersion(),
@@ -139,7 +145,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles, chainClient))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles, chainClient, scanner))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
@@ -209,11 +215,31 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	return nil
 }
 
+// whaleConfig is the whale scan of the deployment: the flags, else the
+// devnet's exchange, else Base's factories.
+func whaleConfig(cfg *config, pay *payments) whales.Config {
+	wc := whales.DefaultConfig()
+	wc.WindowBlocks, wc.Interval, wc.Confirmations = cfg.WhaleWindow, cfg.WhaleInterval, cfg.WhaleConfirm
+	if pay.dex != nil {
+		wc.Factories = []whales.Factory{{Address: pay.dex.Factory, Kind: whales.UniswapV2}}
+		wc.Quotes = []common.Address{pay.dex.WETH}
+		wc.Confirmations = 0 // the devnet never reorganizes
+	}
+	if len(cfg.factories) > 0 {
+		wc.Factories = cfg.factories
+	}
+	if len(cfg.quotes) > 0 {
+		wc.Quotes = cfg.quotes
+	}
+	return wc
+}
+
 // payments is the payment side of the deployment.
 type payments struct {
 	mode        string
 	rpcURL      string
 	scenario    []service.DevnetContract
+	dex         *devnet.Dex // devnet only: the exchange the whale scan follows
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
 	terms       *service.PaymentTerms
@@ -244,7 +270,15 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		key = fmt.Sprintf("%x", crypto.FromECDSA(chain.Account(devnet.FacilitatorAccount).Key))
 		p.banner = chain.Banner(cfg.PublicURL)
 		for _, sc := range chain.Scenario {
-			p.scenario = append(p.scenario, service.DevnetContract{Name: sc.Name, Address: sc.Address.Hex(), Expect: sc.Expect})
+			p.scenario = append(p.scenario, service.DevnetContract{Name: sc.Name, Address: sc.Address.Hex(), Expect: sc.Expect, Role: "rug-check scenario"})
+		}
+		p.dex = chain.Dex
+		p.scenario = append(p.scenario,
+			service.DevnetContract{Name: "dex-factory", Address: chain.Dex.Factory.Hex(), Role: "V2-style factory (whale scan)"},
+			service.DevnetContract{Name: "weth", Address: chain.Dex.WETH.Hex(), Role: "quote asset of the exchange"})
+		for _, t := range chain.Dex.Tokens {
+			p.scenario = append(p.scenario, service.DevnetContract{Name: strings.ToLower(t.Name), Address: t.Token.Hex(),
+				Role: fmt.Sprintf("launched token, %s; pair %s", t.Fate, t.Pair.Hex())})
 		}
 	} else {
 		gc.PayTo = common.HexToAddress(cfg.PayTo)

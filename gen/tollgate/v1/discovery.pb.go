@@ -449,8 +449,12 @@ type DevnetContract struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
-	// PASS, WARN or FAIL.
-	Expect        string `protobuf:"bytes,3,opt,name=expect,proto3" json:"expect,omitempty"`
+	// PASS, WARN or FAIL for the rug-check scenario; empty for the
+	// exchange's contracts.
+	Expect string `protobuf:"bytes,3,opt,name=expect,proto3" json:"expect,omitempty"`
+	// What the contract is in the devnet's history, e.g. "V2 factory",
+	// "MCAT/WETH pair (rug)".
+	Role          string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -502,6 +506,13 @@ func (x *DevnetContract) GetAddress() string {
 func (x *DevnetContract) GetExpect() string {
 	if x != nil {
 		return x.Expect
+	}
+	return ""
+}
+
+func (x *DevnetContract) GetRole() string {
+	if x != nil {
+		return x.Role
 	}
 	return ""
 }
@@ -2186,11 +2197,12 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\x12\x12\n" +
 	"\x04mode\x18\f \x01(\tR\x04mode\x127\n" +
 	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsB\x06\x9a\xb5\x18\x02H\x01R\x05terms\x12F\n" +
-	"\x10devnet_contracts\x18\x0e \x03(\v2\x1b.tollgate.v1.DevnetContractR\x0fdevnetContracts\"V\n" +
+	"\x10devnet_contracts\x18\x0e \x03(\v2\x1b.tollgate.v1.DevnetContractR\x0fdevnetContracts\"j\n" +
 	"\x0eDevnetContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
-	"\x06expect\x18\x03 \x01(\tR\x06expect\"\xbe\x02\n" +
+	"\x06expect\x18\x03 \x01(\tR\x06expect\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\"\xbe\x02\n" +
 	"\fPaymentTerms\x12\x16\n" +
 	"\x06scheme\x18\x01 \x01(\tR\x06scheme\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x1d\n" +
