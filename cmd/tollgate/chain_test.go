@@ -252,3 +252,31 @@ func byRole(proj *tollgatev1.GetProjectResponse, name string) string {
 	}
 	return ""
 }
+
+// BenchmarkWhales is /whales through the gRPC server, answered from the
+// scan's snapshot (target: p50 at most 1 ms).
+func BenchmarkWhales(b *testing.B) {
+	r := startServeB(b)
+	cl := tollgatev1.NewAnalyticsServiceClient(r.conn)
+	for {
+		_, err := cl.GetWhales(context.Background(), &tollgatev1.GetWhalesRequest{})
+		if err == nil {
+			break
+		}
+		if status.Code(err) != codes.Unavailable {
+			b.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var durations []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := cl.GetWhales(context.Background(), &tollgatev1.GetWhalesRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+}

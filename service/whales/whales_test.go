@@ -65,7 +65,9 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.CaughtUp || !st.Completed || st.Pools != 4 || st.NewPools != 4 {
+	// One cycle over the whole history: the head, the pool creations, the
+	// pool events and the transfers into pools.
+	if !st.CaughtUp || !st.Completed || st.Pools != 4 || st.NewPools != 4 || st.Calls != 4 {
 		t.Fatalf("stats %+v", st)
 	}
 	snap := big.Snapshot()
@@ -149,7 +151,38 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 	// Nothing new: the cycle costs one call and refreshes asOf.
 	before := small.Snapshot().AsOf
 	st, err = small.Scan(context.Background())
-	if err != nil || !st.Completed || small.Snapshot().AsOf.Before(before) {
+	if err != nil || !st.Completed || st.Calls != 1 || small.Snapshot().AsOf.Before(before) {
 		t.Errorf("idle cycle %+v %v", st, err)
 	}
+}
+
+// BenchmarkScan is a full scan of the devnet's history by a fresh scanner;
+// reported: JSON-RPC round trips per token scanned.
+func BenchmarkScan(b *testing.B) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := devnet.Start(context.Background(), lis)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	r, err := rpc.Dial(c.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	var st whales.Stats
+	for b.Loop() {
+		s, err := whales.New(r, devnetConfig(c), quiet())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err = s.Scan(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(st.Calls)/float64(st.Pools), "rpc-calls/token")
+	b.ReportMetric(float64(st.Logs), "logs")
 }
