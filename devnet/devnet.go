@@ -405,6 +405,23 @@ func (r *recorder) Header() http.Header         { return r.header }
 func (r *recorder) WriteHeader(s int)           { r.status = s }
 func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 
+// deploy deploys the artifact name with constructor args from a.
+func (c *Chain) deploy(ctx context.Context, a Account, name string, args ...any) (common.Address, abi.ABI, error) {
+	art, parsed, err := LoadArtifact(name)
+	if err != nil {
+		return common.Address{}, parsed, err
+	}
+	ctor, err := parsed.Pack("", args...)
+	if err != nil {
+		return common.Address{}, parsed, err
+	}
+	rcpt, err := c.send(ctx, a, nil, append(common.FromHex(art.Bytecode), ctor...))
+	if err != nil {
+		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	return rcpt.ContractAddress, parsed, nil
+}
+
 // pendingTx is one transaction of a block sent with sendBlock.
 type pendingTx struct {
 	from Account

@@ -46,19 +46,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 	ether := func(n int64) *big.Int { return new(big.Int).Mul(big.NewInt(n), unit) }
 
 	deploy := func(name string, args ...any) (common.Address, abi.ABI, error) {
-		art, parsed, err := LoadArtifact(name)
-		if err != nil {
-			return common.Address{}, parsed, err
-		}
-		ctor, err := parsed.Pack("", args...)
-		if err != nil {
-			return common.Address{}, parsed, err
-		}
-		rcpt, err := c.send(ctx, d, nil, append(common.FromHex(art.Bytecode), ctor...))
-		if err != nil {
-			return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
-		}
-		return rcpt.ContractAddress, parsed, nil
+		return c.deploy(ctx, d, name, args...)
 	}
 	tx := func(from Account, to common.Address, parsed abi.ABI, method string, args ...any) pendingTx {
 		data, err := parsed.Pack(method, args...)

@@ -25,19 +25,7 @@ const ScenarioAccount = 8
 func (c *Chain) deployScenario(ctx context.Context) error {
 	d := c.Accounts[ScenarioAccount]
 	deploy := func(name string, args ...any) (common.Address, abi.ABI, error) {
-		art, parsed, err := LoadArtifact(name)
-		if err != nil {
-			return common.Address{}, parsed, err
-		}
-		ctor, err := parsed.Pack("", args...)
-		if err != nil {
-			return common.Address{}, parsed, err
-		}
-		rcpt, err := c.send(ctx, d, nil, append(common.FromHex(art.Bytecode), ctor...))
-		if err != nil {
-			return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
-		}
-		return rcpt.ContractAddress, parsed, nil
+		return c.deploy(ctx, d, name, args...)
 	}
 	call := func(to common.Address, parsed abi.ABI, method string, args ...any) error {
 		data, err := parsed.Pack(method, args...)

@@ -189,8 +189,8 @@ func (s *Scanner) Scan(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	perToken := 0.0
-	if st.NewPools+st.Pools > 0 {
-		perToken = float64(st.Calls) / float64(max(st.Pools, 1))
+	if st.Pools > 0 {
+		perToken = float64(st.Calls) / float64(st.Pools)
 	}
 	s.log.Info("whale scan", "from", st.From, "to", st.To, "pools", st.Pools, "new_pools", st.NewPools, "logs", st.Logs,
 		"rpc_calls", st.Calls, "rpc_calls_per_token", fmt.Sprintf("%.2f", perToken), "caught_up", st.CaughtUp)
