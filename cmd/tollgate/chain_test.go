@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -166,6 +167,15 @@ func TestRugCheckScenario(t *testing.T) {
 	w1.AsOf, w2.AsOf = "", ""
 	if !proto.Equal(w1, w2) {
 		t.Errorf("whales differ through --chain-rpc:\n%v\n%v", w1, w2)
+	}
+	// Paid over REST with x402, as a caller does.
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"pay", first.base + "/whales"}, envOf(nil), &out, &errOut); err != nil {
+		t.Fatalf("pay /whales: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"tokensScanned":4`) || !strings.Contains(out.String(), `"address":"`+devnetAccount(t, devnet.SmartTrader)+`"`) ||
+		!strings.Contains(errOut.String(), "settlement: success=true") {
+		t.Errorf("paid /whales: %s / %s", out.String(), errOut.String())
 	}
 }
 
