@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/service"
+	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/whales"
+)
+
+// TestChainBodiesMatchTheDocument: live /rugcheck, /token and /whales
+// bodies from the devnet validate against the served OpenAPI document, and
+// /whales before the first scan is a documented 503.
+func TestChainBodiesMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dn, err := devnet.Start(context.Background(), lis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dn.Close() })
+	rc, err := rpc.Dial(dn.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	cc, err := chain.New(rc, chain.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcfg := whales.DefaultConfig()
+	wcfg.Factories = []whales.Factory{{Address: dn.Dex.Factory, Kind: whales.UniswapV2}}
+	wcfg.Quotes, wcfg.Confirmations = []common.Address{dn.Dex.WETH}, 0
+	scanner, err := whales.New(rc, wcfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStackWith(t, service.NewAnalytics(nil, cc, scanner), 10*time.Second)
+	doc := loadServedDocument(t, s)
+
+	r := s.do(t, "GET", "/whales")
+	doc.validateResponse(t, r)
+	if r.status != 503 || !strings.Contains(string(r.body), "nothing was charged") {
+		t.Errorf("/whales before the scan: %d %s", r.status, r.body)
+	}
+	if _, err := scanner.Scan(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r = s.do(t, "GET", "/whales")
+	doc.validateResponse(t, r)
+	var w struct {
+		TokensScanned int
+		Wallets       []struct{ Address string }
+	}
+	if err := json.Unmarshal(r.body, &w); err != nil || r.status != 200 || w.TokensScanned != 4 || len(w.Wallets) == 0 {
+		t.Errorf("/whales: %d %s", r.status, r.body)
+	}
+	paths := []string{"/token/" + dn.Dex.Tokens[0].Token.Hex(), "/rugcheck/" + dn.Dex.Tokens[0].Token.Hex()}
+	for _, sc := range dn.Scenario {
+		paths = append(paths, "/rugcheck/"+sc.Address.Hex(), "/token/"+sc.Address.Hex())
+	}
+	for _, p := range paths {
+		r := s.do(t, "GET", p)
+		if r.status != 200 {
+			t.Errorf("%s: %d %s", p, r.status, r.body)
+		}
+		doc.validateResponse(t, r)
+	}
+}
