@@ -359,15 +359,11 @@ func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []
 	if err := cl.SendTransaction(ctx, tx); err != nil {
 		return nil, err
 	}
-	c.mine()
-	rcpt, err := cl.TransactionReceipt(ctx, tx.Hash())
+	rcpts, err := c.seal(ctx, map[common.Address]uint64{a.Address: nonce + 1}, tx.Hash())
 	if err != nil {
 		return nil, err
 	}
-	if rcpt.Status != types.ReceiptStatusSuccessful {
-		return nil, fmt.Errorf("transaction %s reverted", tx.Hash())
-	}
-	return rcpt, nil
+	return rcpts[0], nil
 }
 
 // Banner describes the devnet for the operator's console.
@@ -471,17 +467,69 @@ func (c *Chain) sendBlock(ctx context.Context, txs ...pendingTx) error {
 		}
 		hashes = append(hashes, tx.Hash())
 	}
-	c.mine()
-	for _, h := range hashes {
-		rcpt, err := cl.TransactionReceipt(ctx, h)
-		if err != nil {
-			return err
-		}
-		if rcpt.Status != types.ReceiptStatusSuccessful {
-			return fmt.Errorf("transaction %s reverted", h)
+	_, err = c.seal(ctx, nonces, hashes...)
+	return err
+}
+
+// seal waits until the pool holds every sent transaction as pending (it
+// promotes a sender's later nonces asynchronously) so that they share one
+// block, seals it, and returns the receipts, each of which must be a
+// success.
+func (c *Chain) seal(ctx context.Context, nonces map[common.Address]uint64, hashes ...common.Hash) ([]*types.Receipt, error) {
+	cl := c.client
+	for addr, want := range nonces {
+		for {
+			n, err := cl.PendingNonceAt(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			if n >= want {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
 		}
 	}
-	return nil
+	c.mine()
+	var rcpts []*types.Receipt
+	for _, h := range hashes {
+		rcpt, err := c.receipt(ctx, h)
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s: %w", h, err)
+		}
+		if rcpt.Status != types.ReceiptStatusSuccessful {
+			return nil, fmt.Errorf("transaction %s reverted", h)
+		}
+		rcpts = append(rcpts, rcpt)
+	}
+	return rcpts, nil
+}
+
+// receipt waits for a sealed transaction's receipt: the node indexes
+// transactions in the background, so a fresh block's may lag a little. A
+// transaction still missing after 100 ms goes into one more block.
+func (c *Chain) receipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for attempt := 0; ; attempt++ {
+		rcpt, err := c.client.TransactionReceipt(ctx, h)
+		if !errors.Is(err, ethereum.NotFound) {
+			return rcpt, err
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		if attempt == 50 {
+			c.mine()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
 
 // callMsg is a read-only call to a contract.

@@ -61,7 +61,7 @@ func startServe(t testing.TB, args []string, env map[string]string) *running {
 	done := make(chan error, 1)
 	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitHealthy(t, base)
+	waitHealthy(t, base, done)
 	conn, err := grpc.NewClient(ls.grpc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func TestInteropOfficialClients(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
 	defer func() { cancel(); <-done }()
-	waitHealthy(t, base)
+	waitHealthy(t, base, done)
 
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
 	cmd := exec.Command("node", filepath.Join(dir, "pay.mjs"), base, fmt.Sprintf("0x%x", crypto.FromECDSA(key)))
@@ -134,14 +134,25 @@ func TestInteropOfficialClients(t *testing.T) {
 	}
 }
 
-func waitHealthy(t testing.TB, base string) {
+// waitHealthy waits for /health. Start-up includes the devnet's history,
+// and CI runs many of these servers at once on two cores: the bound is
+// generous on purpose.
+// done carries serveOn's result: a server that failed to start is
+// reported with its error at once.
+func waitHealthy(t testing.TB, base string, done chan error) {
 	t.Helper()
-	for i := 0; i < 200; i++ {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
 		if resp, err := http.Get(base + "/health"); err == nil {
 			resp.Body.Close()
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("serve stopped before answering: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	t.Fatal("server did not come up")
+	t.Fatal("server did not come up within 60 s")
 }

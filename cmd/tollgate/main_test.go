@@ -122,17 +122,10 @@ func TestServe(t *testing.T) {
 		<-done
 	})
 	base := "http://" + httpLis.Addr().String()
-	var resp *http.Response
-	var err error
-	for i := 0; ; i++ {
-		resp, err = http.Get(base + "/health")
-		if err == nil {
-			break
-		}
-		if i == 100 {
-			t.Fatalf("/health: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	waitHealthy(t, base, done)
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
