@@ -48,7 +48,7 @@ func TestChainBodiesMatchTheDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStackWith(t, service.NewAnalytics(nil, cc, scanner), 10*time.Second)
+	s := newStackWith(t, service.NewAnalytics(service.Sources{Chain: cc, Whales: scanner}), 10*time.Second)
 	doc := loadServedDocument(t, s)
 
 	r := s.do(t, "GET", "/whales")

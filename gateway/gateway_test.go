@@ -46,7 +46,7 @@ func newStack(t testing.TB) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newStackWith(t, service.NewAnalytics(cache, nil, nil), 5*time.Second, service.DataSource{Kind: "candles", Name: "devnet-synthetic", Synthetic: true})
+	return newStackWith(t, service.NewAnalytics(service.Sources{Candles: cache}), 5*time.Second, service.DataSource{Kind: "candles", Name: "devnet-synthetic", Synthetic: true})
 }
 
 // newStackWith serves analytics behind the real interceptors and a gateway

@@ -178,7 +178,7 @@ func TestMarketAgainstCoinbaseFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStackWith(t, service.NewAnalytics(cache, nil, nil), 10*time.Second)
+	s := newStackWith(t, service.NewAnalytics(service.Sources{Candles: cache}), 10*time.Second)
 	doc := loadServedDocument(t, s)
 
 	r := s.do(t, "GET", "/signal-pack")
@@ -244,7 +244,7 @@ func TestColdCollapseThroughTheStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStackWith(t, service.NewAnalytics(cache, nil, nil), 10*time.Second)
+	s := newStackWith(t, service.NewAnalytics(service.Sources{Candles: cache}), 10*time.Second)
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	for i := range 100 {

@@ -53,15 +53,23 @@ type Analytics struct {
 	chain   Chain
 	scans   *scans
 	whales  Whales
+	tape    Tape
 	// answered is the /whales response of the current snapshot.
 	answered atomic.Pointer[whaleAnswer]
 }
 
-// NewAnalytics returns the analytics service over a candle store, a chain
-// reader and the whale scanner (nil chain or whales: those operations
-// answer Unimplemented).
-func NewAnalytics(candles Candles, chain Chain, whales Whales) *Analytics {
-	return &Analytics{candles: candles, chain: chain, whales: whales, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
+// Sources are what the analytics read; a nil one makes its operations
+// answer Unimplemented.
+type Sources struct {
+	Candles Candles
+	Chain   Chain
+	Whales  Whales
+	Tape    Tape
+}
+
+// NewAnalytics returns the analytics service over its sources.
+func NewAnalytics(src Sources) *Analytics {
+	return &Analytics{candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
 }
 
 // GetCandles implements tollgatev1.AnalyticsServiceServer.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/lanes"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
 )
@@ -28,6 +29,7 @@ const internalMessage = "internal error"
 //	*errNotToken                       FailedPrecondition (400): no code, or a 7702 account
 //	chain.ErrUnavailable               Unavailable
 //	errWhalesNotReady                  Unavailable: no completed whale scan yet
+//	lanes.ErrConflict                  AlreadyExists: a close id stored differently
 //	context.DeadlineExceeded           DeadlineExceeded
 //	context.Canceled                   Canceled
 //	an error that already is a status  unchanged
@@ -54,6 +56,8 @@ func grpcError(ctx context.Context, logger *slog.Logger, err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, errNoChain):
 		return status.Error(codes.Unimplemented, "no chain is configured on this server")
+	case errors.Is(err, lanes.ErrConflict):
+		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, errWhalesNotReady):
 		return status.Error(codes.Unavailable, err.Error()+"; nothing was charged, try again shortly")
 	case errors.Is(err, chain.ErrUnavailable):

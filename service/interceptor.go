@@ -54,8 +54,9 @@ func logUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
 func checkUnary(cat *catalog.Catalog, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		op, ok := cat.ByFullMethod(info.FullMethod)
-		if !ok {
-			return handler(ctx, req)
+		if !ok { // a private method (LaneService): no parameter rules
+			resp, err := handler(ctx, req)
+			return resp, grpcError(ctx, logger, err)
 		}
 		msg, ok := req.(proto.Message)
 		if !ok {

@@ -32,11 +32,11 @@ func sampleSnapshot() *whales.Snapshot {
 func TestGetWhales(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	if _, err := NewAnalytics(nil, nil, nil).GetWhales(ctx, nil); status.Code(grpcError(ctx, discard, err)) != codes.Unimplemented {
+	if _, err := NewAnalytics(Sources{}).GetWhales(ctx, nil); status.Code(grpcError(ctx, discard, err)) != codes.Unimplemented {
 		t.Errorf("no scanner: %v", err)
 	}
 	src := &fixedWhales{}
-	a := NewAnalytics(nil, nil, src)
+	a := NewAnalytics(Sources{Whales: src})
 	_, err := a.GetWhales(ctx, nil)
 	if st := status.Convert(grpcError(ctx, discard, err)); st.Code() != codes.Unavailable || st.Message() == "" {
 		t.Errorf("before the first scan: %v", st)
@@ -68,7 +68,7 @@ func BenchmarkGetWhales(b *testing.B) {
 	for len(snap.Wallets) < 50 {
 		snap.Wallets = append(snap.Wallets, snap.Wallets[0])
 	}
-	a := NewAnalytics(nil, nil, &fixedWhales{snap: snap})
+	a := NewAnalytics(Sources{Whales: &fixedWhales{snap: snap}})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,5 +1,6 @@
 // Package store keeps Tollgate's durable state in SQL: the payment ledger
-// (payment.Ledger) today, and other tables as their consumers arrive. The
+// (payment.Ledger) and the lanes tape (closes by id), with other tables as
+// their consumers arrive. The
 // statements are plain SQL shared by the embedded SQLite store and a
 // PostgreSQL one ($n placeholders, ON CONFLICT, transactions); consumers
 // declare the interfaces they need and cmd wires a *SQLite in.
@@ -18,6 +19,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
 
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/service/lanes"
 )
 
 // schema creates the tables; every statement is idempotent.
@@ -49,6 +51,13 @@ var schema = []string{
 		count     BIGINT NOT NULL,
 		amount    TEXT   NOT NULL
 	)`,
+	`CREATE TABLE IF NOT EXISTS lane_closes (
+		id          TEXT PRIMARY KEY,
+		lane        TEXT NOT NULL,
+		closed_at   TEXT NOT NULL,
+		imported_at TEXT NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS lane_closes_lane ON lane_closes (lane, closed_at)`,
 }
 
 // timeFormat is fixed-width, so stored times compare as strings.
@@ -228,6 +237,65 @@ func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
 			return nil, err
 		}
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ImportCloses stores closes in one transaction, idempotently by id: a
+// close already stored identically is counted as a duplicate; one stored
+// with another lane or time fails the import (lanes.ErrConflict) and
+// nothing is stored.
+func (s *SQLite) ImportCloses(ctx context.Context, closes []lanes.Close) (inserted, duplicates int, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: import closes: %w", err)
+	}
+	defer tx.Rollback()
+	now := time.Now().UTC().Format(timeFormat)
+	for _, c := range closes {
+		var lane, closedAt string
+		err := tx.QueryRowContext(ctx, `SELECT lane, closed_at FROM lane_closes WHERE id = $1`, c.ID).Scan(&lane, &closedAt)
+		switch {
+		case err == nil:
+			if lane != c.Lane || closedAt != c.ClosedAt.UTC().Format(timeFormat) {
+				return 0, 0, fmt.Errorf("close %q (stored in lane %q at %s): %w", c.ID, lane, closedAt, lanes.ErrConflict)
+			}
+			duplicates++
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, 0, fmt.Errorf("store: import closes: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lane_closes (id, lane, closed_at, imported_at) VALUES ($1, $2, $3, $4)`,
+			c.ID, c.Lane, c.ClosedAt.UTC().Format(timeFormat), now); err != nil {
+			return 0, 0, fmt.Errorf("store: import closes: %w", err)
+		}
+		inserted++
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("store: import closes: %w", err)
+	}
+	return inserted, duplicates, nil
+}
+
+// Lanes summarizes the tape: every lane with its close count and last
+// close, by name.
+func (s *SQLite) Lanes(ctx context.Context) ([]lanes.Lane, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT lane, COUNT(*), MAX(closed_at) FROM lane_closes GROUP BY lane ORDER BY lane`)
+	if err != nil {
+		return nil, fmt.Errorf("store: lanes: %w", err)
+	}
+	defer rows.Close()
+	var out []lanes.Lane
+	for rows.Next() {
+		var l lanes.Lane
+		var last string
+		if err := rows.Scan(&l.Name, &l.Closes, &last); err != nil {
+			return nil, fmt.Errorf("store: lanes: %w", err)
+		}
+		if l.LastClose, err = time.Parse(timeFormat, last); err != nil {
+			return nil, fmt.Errorf("store: lanes: last close %q: %w", last, err)
+		}
+		out = append(out, l)
 	}
 	return out, rows.Err()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/service/lanes"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -152,4 +153,39 @@ func TestPaidSumsExactly(t *testing.T) {
 func withState(r payment.Record, state string) payment.Record {
 	r.State = state
 	return r
+}
+
+// TestLaneTape: imports are idempotent by id, a conflicting id fails the
+// whole import with nothing stored, and the summary counts per lane.
+func TestLaneTape(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := store.OpenSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := func(h int) time.Time { return time.Date(2026, 11, 1, h, 0, 0, 0, time.UTC) }
+	first := []lanes.Close{{ID: "a", Lane: "eth", ClosedAt: at(1)}, {ID: "b", Lane: "eth", ClosedAt: at(3)}, {ID: "c", Lane: "btc", ClosedAt: at(2)}}
+	if ls, err := s.Lanes(ctx); err != nil || len(ls) != 0 {
+		t.Fatalf("empty tape: %v %v", ls, err)
+	}
+	if ins, dup, err := s.ImportCloses(ctx, first); err != nil || ins != 3 || dup != 0 {
+		t.Fatalf("import: %d %d %v", ins, dup, err)
+	}
+	if ins, dup, err := s.ImportCloses(ctx, append(first, lanes.Close{ID: "d", Lane: "btc", ClosedAt: at(5)})); err != nil || ins != 1 || dup != 3 {
+		t.Fatalf("re-import: %d %d %v", ins, dup, err)
+	}
+	conflict := []lanes.Close{{ID: "e", Lane: "eth", ClosedAt: at(9)}, {ID: "a", Lane: "btc", ClosedAt: at(1)}}
+	if _, _, err := s.ImportCloses(ctx, conflict); !errors.Is(err, lanes.ErrConflict) {
+		t.Fatalf("conflict: %v", err)
+	}
+	ls, err := s.Lanes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []lanes.Lane{{Name: "btc", Closes: 2, LastClose: at(5)}, {Name: "eth", Closes: 2, LastClose: at(3)}}
+	if len(ls) != 2 || ls[0] != want[0] || ls[1] != want[1] {
+		t.Errorf("lanes %+v, want %+v (the conflicting import stored nothing)", ls, want)
+	}
 }

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/compiler/protogen"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tollgate/tollgate/service/catalog"
@@ -45,7 +47,9 @@ func generate(gen *protogen.Plugin) error {
 			continue
 		}
 		for _, s := range f.Services {
-			services = append(services, s.Desc)
+			if public(s.Desc) {
+				services = append(services, s.Desc)
+			}
 		}
 	}
 	if len(services) == 0 {
@@ -586,4 +590,16 @@ func (o *object) MarshalJSON() ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// public reports whether a service has HTTP-bound methods; the others
+// (LaneService) live on the private gRPC listener only and stay out of the
+// document.
+func public(s protoreflect.ServiceDescriptor) bool {
+	for i := range s.Methods().Len() {
+		if proto.HasExtension(s.Methods().Get(i).Options(), annotations.E_Http) {
+			return true
+		}
+	}
+	return false
 }

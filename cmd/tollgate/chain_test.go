@@ -223,7 +223,7 @@ func BenchmarkRugCheckHot(b *testing.B) {
 	}
 	defer rc.Close()
 	cc, _ := chain.New(rc, chain.DefaultConfig())
-	direct := service.NewAnalytics(nil, cc, nil)
+	direct := service.NewAnalytics(service.Sources{Chain: cc})
 	for _, c := range []struct {
 		name string
 		call func() error

@@ -40,6 +40,8 @@ Usage:
   tollgate serve [flags]   run the gRPC server and the REST gateway (devnet unless --chain-rpc)
   tollgate pay [flags] URL pay one x402-priced GET and print the body (tollgate pay --help)
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
+  tollgate lanes import FILE
+                           store trade-tape closes from JSONL or CSV (all or nothing; idempotent by id)
   tollgate --help          show this help
 
 Every flag of serve can also be set with the environment variable
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return pay(ctx, args[1:], getenv, stdout, stderr)
 	case "facilitator":
 		return facilitator(ctx, args[1:], getenv, stderr)
+	case "lanes":
+		return lanesCmd(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}

@@ -132,6 +132,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	go scanner.Run(ctx)
+	if pay.mode == "devnet" { // a sample tape so /lanes has content; idempotent by close id
+		if _, _, err := ledger.ImportCloses(ctx, devnetTape()); err != nil {
+			return fmt.Errorf("devnet sample tape: %w", err)
+		}
+	}
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL:       cfg.PublicURL,
 		Version:         buildVersion(),
@@ -145,8 +150,9 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(candles, chainClient, scanner))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
+	tollgatev1.RegisterLaneServiceServer(grpcSrv, service.NewLaneServer(ledger)) // private listener only: no REST route
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(grpcSrv, healthSrv)
 	for name := range grpcSrv.GetServiceInfo() {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tollgate/tollgate/service/lanes"
+	"github.com/tollgate/tollgate/store"
+)
+
+// lanesCmd runs `tollgate lanes import FILE`: reads closes from a JSONL or
+// CSV file and stores them in the data dir's store, all or nothing.
+func lanesCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "import" {
+		return errors.New("usage: tollgate lanes import [--data-dir DIR] [--format jsonl|csv] FILE")
+	}
+	fs := flag.NewFlagSet("lanes import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", orDefault(getenv("TOLLGATE_DATA_DIR"), "data"), "directory of the store (the same as serve's)")
+	format := fs.String("format", "", "jsonl or csv; empty: from the file name (.jsonl, .csv)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("lanes import: one FILE expected")
+	}
+	path := fs.Arg(0)
+	if *format == "" {
+		*format = strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	closes, err := lanes.Read(f, *format, time.Now())
+	if err != nil {
+		return fmt.Errorf("%s: %w; nothing was imported", path, err)
+	}
+	db, err := store.OpenSQLite(ctx, *dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	inserted, dups, err := db.ImportCloses(ctx, closes)
+	if err != nil {
+		return fmt.Errorf("%s: %w; nothing was imported", path, err)
+	}
+	fmt.Fprintf(stdout, "%s: %d closes read, %d new, %d already stored\n", path, len(closes), inserted, dups)
+	return nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// devnetTape is the sample tape devnet mode seeds: three lanes, 60 closes
+// at fixed times (so re-seeding is a no-op), the last on 2026-11-01.
+func devnetTape() []lanes.Close {
+	names := []string{"eth-trend", "btc-range", "base-momentum"}
+	last := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var out []lanes.Close
+	for i := range 60 {
+		out = append(out, lanes.Close{
+			ID:       fmt.Sprintf("devnet-sample-%03d", i),
+			Lane:     names[i%len(names)],
+			ClosedAt: last.Add(-time.Duration(59-i) * 7 * time.Hour),
+		})
+	}
+	return out
+}
