@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// BenchmarkHotMarket measures server-side latency of the market operations
+// BenchmarkHotMarket (and the cached /forecast) measures server-side latency of the market operations
 // with a fresh cache: the HTTP handler (parameter checks, gateway, gRPC
 // client over an in-memory connection, interceptors, rules, REST JSON),
 // called directly, without a network client. Reported: p50 and p99 per
 // request (target: p50 at most 1 ms).
 func BenchmarkHotMarket(b *testing.B) {
 	s := newStack(b)
-	for _, path := range []string{"/regime", "/signal-pack", "/candles"} {
+	for _, path := range []string{"/regime", "/signal-pack", "/candles", "/forecast?product=ETH-USD&pred_len=48"} {
 		b.Run(path, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			serve := func() {

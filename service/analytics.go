@@ -22,6 +22,7 @@ import (
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/bytecode"
+	"github.com/tollgate/tollgate/service/forecast"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
 )
@@ -54,6 +55,8 @@ type Analytics struct {
 	scans   *scans
 	whales  Whales
 	tape    Tape
+	// forecasts caches /forecast answers per product and horizon.
+	forecasts *forecast.Cache
 	// answered is the /whales response of the current snapshot.
 	answered atomic.Pointer[whaleAnswer]
 }
@@ -69,7 +72,8 @@ type Sources struct {
 
 // NewAnalytics returns the analytics service over its sources.
 func NewAnalytics(src Sources) *Analytics {
-	return &Analytics{candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape, scans: &scans{m: map[common.Hash]bytecode.Scan{}}}
+	return &Analytics{candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
+		scans: &scans{m: map[common.Hash]bytecode.Scan{}}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil)}
 }
 
 // GetCandles implements tollgatev1.AnalyticsServiceServer.

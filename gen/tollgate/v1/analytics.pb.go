@@ -1303,7 +1303,10 @@ type GetForecastResponse struct {
 	// True when served from the cache.
 	Cached bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
 	// Time of computation, RFC 3339 UTC.
-	AsOf          string `protobuf:"bytes,7,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	AsOf string `protobuf:"bytes,7,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Model that served the forecast: "embedded-damped-holt" (docs/rules.md)
+	// or the name a remote model gives itself.
+	Model         string `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1383,6 +1386,13 @@ func (x *GetForecastResponse) GetCached() bool {
 func (x *GetForecastResponse) GetAsOf() string {
 	if x != nil {
 		return x.AsOf
+	}
+	return ""
+}
+
+func (x *GetForecastResponse) GetModel() string {
+	if x != nil {
+		return x.Model
 	}
 	return ""
 }
@@ -1513,7 +1523,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	" \x01(00\x01:\x0224H\x01R\apredLen\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\v\n" +
-	"\t_pred_len\"\xef\x01\n" +
+	"\t_pred_len\"\x85\x02\n" +
 	"\x13GetForecastResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x1d\n" +
 	"\n" +
@@ -1522,7 +1532,8 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\x13expected_return_pct\x18\x04 \x01(\x01R\x11expectedReturnPct\x12\x19\n" +
 	"\bpred_len\x18\x05 \x01(\x05R\apredLen\x12\x16\n" +
 	"\x06cached\x18\x06 \x01(\bR\x06cached\x12$\n" +
-	"\x05as_of\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf2\x9e\r\n" +
+	"\x05as_of\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x14\n" +
+	"\x05model\x18\b \x01(\tR\x05model2\x9e\r\n" +
 	"\x10AnalyticsService\x12\xaf\x01\n" +
 	"\n" +
 	"GetCandles\x12\x1e.tollgate.v1.GetCandlesRequest\x1a\x1f.tollgate.v1.GetCandlesResponse\"`\x92\xb5\x18L\n" +
