@@ -1,7 +1,15 @@
 package gateway_test
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/tollgate/tollgate/service"
+	"github.com/tollgate/tollgate/service/lanes"
+	"github.com/tollgate/tollgate/service/market"
+	"github.com/tollgate/tollgate/service/rules"
+	"github.com/tollgate/tollgate/store"
 )
 
 // TestForecast: /forecast on the devnet feed validates against the
@@ -52,6 +60,62 @@ func TestForecast(t *testing.T) {
 		doc.validateResponse(t, r)
 		if r.status != want {
 			t.Errorf("%s: %d %s, want %d", query, r.status, r.body, want)
+		}
+	}
+}
+
+// TestSignal: /signal validates against the document; its expected return
+// is the 24h forecast's; its gate follows the published rule from its own
+// inputs; provenance is null without a tape and the lane counts with one.
+func TestSignal(t *testing.T) {
+	t.Parallel()
+	cache, err := market.NewCache(market.NewDevnet(), market.DefaultCacheConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.OpenSQLite(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	type body struct {
+		Product           string
+		Gate              string
+		Regime            string
+		ExpectedReturnPct *float64
+		Rsi               float64
+		EmaGapPct         float64
+		Provenance        *struct {
+			TotalCloses int
+			Lanes       map[string]int
+		}
+	}
+	for _, withTape := range []bool{false, true} {
+		src := service.Sources{Candles: cache}
+		if withTape {
+			src.Tape = db
+			closes := []lanes.Close{{ID: "1", Lane: "eth-trend", ClosedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}}
+			if _, _, err := db.ImportCloses(context.Background(), closes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := newStackWith(t, service.NewAnalytics(src), 5*time.Second)
+		doc := loadServedDocument(t, s)
+		r := s.do(t, "GET", "/signal")
+		doc.validateResponse(t, r)
+		var b body
+		decodeJSON(t, r, &b)
+		var f struct{ ExpectedReturnPct float64 }
+		decodeJSON(t, s.do(t, "GET", "/forecast?product=ETH-USD&pred_len=24"), &f)
+		if b.Product != "ETH-USD" || b.ExpectedReturnPct == nil || *b.ExpectedReturnPct != f.ExpectedReturnPct {
+			t.Errorf("signal %+v, forecast return %v", b, f.ExpectedReturnPct)
+		}
+		reg := map[string]rules.Regime{"TREND-UP": rules.TrendUp, "TREND-DOWN": rules.TrendDown, "RANGE": rules.Range, "CHOP": rules.Chop}[b.Regime]
+		if want := map[bool]string{true: "GO", false: "NO-GO"}[rules.Gate(reg, b.ExpectedReturnPct, b.Rsi)]; b.Gate != want {
+			t.Errorf("gate %s from its inputs %+v, want %s", b.Gate, b, want)
+		}
+		if withTape != (b.Provenance != nil) || (withTape && (b.Provenance.TotalCloses != 1 || b.Provenance.Lanes["eth-trend"] != 1)) {
+			t.Errorf("tape %v: provenance %+v", withTape, b.Provenance)
 		}
 	}
 }

@@ -153,7 +153,6 @@ func TestErrors(t *testing.T) {
 		{"GET", "/token/" + strings.ToLower(usdc), 501, "unimplemented", "", nil, true},
 		{"GET", "/whales", 501, "unimplemented", "", nil, true},
 		{"GET", "/whales?page=2", 400, "invalid_argument", "page", nil, false},
-		{"GET", "/signal", 501, "unimplemented", "", nil, true},
 		{"GET", "/signal?product=BTC-USD", 400, "invalid_argument", "product", []string{"ETH-USD"}, false},
 		{"GET", "/lanes", 501, "unimplemented", "", nil, true},
 		{"GET", "/forecast?product=INFY.NS", 501, "unimplemented", "", nil, true},

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/forecast"
@@ -31,7 +32,20 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 	if strings.HasSuffix(product, ".NS") || a.candles == nil {
 		return nil, status.Errorf(codes.Unimplemented, "no hourly candles for %s on this server yet; nothing was charged", product)
 	}
-	r, cached, err := a.forecasts.Get(ctx, product, steps, func(ctx context.Context) (forecast.Result, error) {
+	r, cached, err := a.forecast(ctx, product, steps)
+	if err != nil {
+		return nil, err
+	}
+	return &tollgatev1.GetForecastResponse{
+		Product: r.Product, LastClose: r.LastClose, Closes: r.Closes, ExpectedReturnPct: r.ExpectedReturnPct,
+		PredLen: int32(len(r.Closes)), Cached: cached, AsOf: r.At.Format(time.RFC3339), Model: r.Model,
+	}, nil
+}
+
+// forecast is the embedded model's forecast of product over steps hours,
+// through the cache.
+func (a *Analytics) forecast(ctx context.Context, product string, steps int) (forecast.Result, bool, error) {
+	return a.forecasts.Get(ctx, product, steps, func(ctx context.Context) (forecast.Result, error) {
 		s, err := a.candles.Series(ctx, product, time.Hour, forecastCloses)
 		if err != nil {
 			return forecast.Result{}, err
@@ -47,11 +61,61 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 			ExpectedReturnPct: (out[len(out)-1]/last - 1) * 100, At: time.Now().UTC(),
 		}, nil
 	})
+}
+
+// signalHorizon is the model horizon the signal reads: 24 hours.
+const signalHorizon = 24
+
+// GetSignal implements tollgatev1.AnalyticsServiceServer: the regime and
+// RSI of the last 720 hourly ETH closes, the model's 24h expected return
+// (null when the model has no answer) and the gate rule over them.
+func (a *Analytics) GetSignal(ctx context.Context, req *tollgatev1.GetSignalRequest) (*tollgatev1.GetSignalResponse, error) {
+	if a.candles == nil {
+		return nil, status.Error(codes.Unimplemented, "no candle source on this server")
+	}
+	s, err := a.candles.Series(ctx, regimeProduct, time.Hour, signalWindow)
 	if err != nil {
 		return nil, err
 	}
-	return &tollgatev1.GetForecastResponse{
-		Product: r.Product, LastClose: r.LastClose, Closes: r.Closes, ExpectedReturnPct: r.ExpectedReturnPct,
-		PredLen: int32(len(r.Closes)), Cached: cached, AsOf: r.At.Format(time.RFC3339), Model: r.Model,
-	}, nil
+	snap, err := rules.Analyze(s.Closes())
+	if err != nil {
+		return nil, err
+	}
+	reg := rules.Classify(snap)
+	var expected *float64
+	if f, _, err := a.forecast(ctx, req.GetProduct(), signalHorizon); err == nil {
+		expected = &f.ExpectedReturnPct
+	}
+	resp := &tollgatev1.GetSignalResponse{
+		Product: req.GetProduct(), Gate: tollgatev1.Gate_GATE_NO_GO, Regime: regime(reg),
+		Rsi: snap.RSI, EmaGapPct: snap.GapPct, AsOf: asOf(s.FetchedAt),
+	}
+	if rules.Gate(reg, expected, snap.RSI) {
+		resp.Gate = tollgatev1.Gate_GATE_GO
+	}
+	if expected != nil {
+		resp.ExpectedReturnPct = wrapperspb.Double(*expected)
+	}
+	if resp.Provenance, err = a.provenance(ctx); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// provenance is the tape's close counts, nil when there is no tape or it
+// is empty.
+func (a *Analytics) provenance(ctx context.Context) (*tollgatev1.SignalProvenance, error) {
+	if a.tape == nil {
+		return nil, nil
+	}
+	ls, err := a.tape.Lanes(ctx)
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	p := &tollgatev1.SignalProvenance{Lanes: map[string]uint32{}}
+	for _, l := range ls {
+		p.Lanes[l.Name] = uint32(l.Closes)
+		p.TotalCloses += uint32(l.Closes)
+	}
+	return p, nil
 }
