@@ -115,3 +115,22 @@ func TestLaneServiceIsPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestBacktestCommand: the backtest prints its table on the devnet feed
+// and refuses products it cannot score.
+func TestBacktestCommand(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"backtest", "--product", "ETH-USD", "--closes", "800", "--window", "200", "--step", "48"}, envOf(nil), &out, &errOut)
+	if err != nil {
+		t.Fatalf("backtest: %v %s", err, errOut.String())
+	}
+	for _, want := range []string{"embedded-damped-holt on ETH-USD (devnet-synthetic)", "MAE (price)", "MASE (vs random walk)", "directional accuracy", "13 origins"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := run(context.Background(), []string{"backtest", "--product", "TCS.NS"}, envOf(nil), &out, &errOut); err == nil {
+		t.Error("backtest of an equity accepted")
+	}
+}

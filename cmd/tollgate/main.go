@@ -42,6 +42,8 @@ Usage:
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
   tollgate lanes import FILE
                            store trade-tape closes from JSONL or CSV (all or nothing; idempotent by id)
+  tollgate backtest [--product ETH-USD]
+                           score the embedded forecaster against the random walk on the candle feed
   tollgate --help          show this help
 
 Every flag of serve can also be set with the environment variable
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return facilitator(ctx, args[1:], getenv, stderr)
 	case "lanes":
 		return lanesCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "backtest":
+		return backtest(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}

@@ -113,3 +113,20 @@ func BenchmarkForecastCold(b *testing.B) {
 		}
 	}
 }
+
+// TestBacktest: on a steady trend the model beats the random walk and
+// calls every direction; on too little history it refuses.
+func TestBacktest(t *testing.T) {
+	t.Parallel()
+	trend := series(400, func(i int) float64 { return 100 * math.Exp(0.002*float64(i)) })
+	r, err := forecast.Backtest(trend, 200, 24, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Origins != 18 || !(r.MASE < 0.5) || r.DirectionalAccuracy != 1 {
+		t.Errorf("trend: %+v", r)
+	}
+	if _, err := forecast.Backtest(trend[:100], 200, 24, 10); err == nil {
+		t.Error("a backtest on too little history")
+	}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tollgate/tollgate/service/forecast"
+)
+
+// backtest runs `tollgate backtest`: a rolling-origin evaluation of the
+// embedded forecaster against the random walk on the configured candle
+// feed, printed as a table.
+func backtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	product := fs.String("product", "ETH-USD", "BTC-USD or ETH-USD")
+	candlesURL := fs.String("candles-url", getenv("TOLLGATE_CANDLES_URL"), "Coinbase Exchange REST base URL; empty: the devnet's synthetic feed")
+	closes := fs.Int("closes", 1500, "hourly closes fetched (the newest)")
+	window := fs.Int("window", 720, "closes each fit sees (as /forecast)")
+	horizon := fs.Int("horizon", 24, "hours ahead scored")
+	step := fs.Int("step", 12, "hours between origins")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *product != "BTC-USD" && *product != "ETH-USD" {
+		return fmt.Errorf("backtest: --product %q: want BTC-USD or ETH-USD", *product)
+	}
+	if *closes < *window+*horizon {
+		return errors.New("backtest: --closes must cover --window plus --horizon")
+	}
+	cache, src, err := newCandles(&config{CandlesURL: *candlesURL})
+	if err != nil {
+		return err
+	}
+	s, err := cache.Series(ctx, *product, time.Hour, *closes)
+	if err != nil {
+		return err
+	}
+	r, err := forecast.Backtest(s.Closes(), *window, *horizon, *step)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backtest of %s on %s (%s): %d hourly closes, window %d, horizon %d h, %d origins every %d h\n",
+		forecast.ModelName, *product, src.Name, len(s.Closes()), r.Window, r.Horizon, r.Origins, *step)
+	fmt.Fprintf(stdout, "%-22s %14s %14s\n", "", "model", "random walk")
+	fmt.Fprintf(stdout, "%-22s %14.4f %14.4f\n", "MAE (price)", r.MAE, r.MAERandomWalk)
+	fmt.Fprintf(stdout, "%-22s %14.4f %14.4f\n", "MASE (vs random walk)", r.MASE, 1.0)
+	fmt.Fprintf(stdout, "%-22s %13.1f%% %14s\n", "directional accuracy", 100*r.DirectionalAccuracy, "n/a")
+	return nil
+}
