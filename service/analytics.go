@@ -13,6 +13,7 @@ package service
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,8 @@ type Analytics struct {
 	scans   *scans
 	whales  Whales
 	tape    Tape
+	model   Model
+	log     *slog.Logger
 	// forecasts caches /forecast answers per product and horizon.
 	forecasts *forecast.Cache
 	// answered is the /whales response of the current snapshot.
@@ -62,17 +65,29 @@ type Analytics struct {
 }
 
 // Sources are what the analytics read; a nil one makes its operations
-// answer Unimplemented.
+// answer Unimplemented, except Model (nil: the embedded model only) and
+// Log (nil: discarded).
 type Sources struct {
 	Candles Candles
 	Chain   Chain
 	Whales  Whales
 	Tape    Tape
+	Model   Model
+	Log     *slog.Logger
+}
+
+// Model is a forecasting model besides the embedded one;
+// *forecast.Remote provides it.
+type Model interface {
+	Predict(ctx context.Context, s market.Series, steps int) (closes []float64, name string, err error)
 }
 
 // NewAnalytics returns the analytics service over its sources.
 func NewAnalytics(src Sources) *Analytics {
-	return &Analytics{candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
+	if src.Log == nil {
+		src.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Analytics{model: src.Model, log: src.Log, candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
 		scans: &scans{m: map[common.Hash]bytecode.Scan{}}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil)}
 }
 

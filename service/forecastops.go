@@ -12,6 +12,7 @@ import (
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/forecast"
+	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/rules"
 )
 
@@ -51,16 +52,36 @@ func (a *Analytics) forecast(ctx context.Context, product string, steps int) (fo
 			return forecast.Result{}, err
 		}
 		closes := s.Closes()
-		out, _, err := forecast.Forecast(closes, steps)
+		if len(closes) == 0 {
+			return forecast.Result{}, rules.ErrInsufficientData
+		}
+		out, model, err := a.predict(ctx, s, steps)
 		if err != nil {
-			return forecast.Result{}, fmt.Errorf("%w: %v", rules.ErrInsufficientData, err)
+			return forecast.Result{}, err
 		}
 		last := closes[len(closes)-1]
 		return forecast.Result{
-			Product: product, LastClose: last, Closes: out, Model: forecast.ModelName,
+			Product: product, LastClose: last, Closes: out, Model: model,
 			ExpectedReturnPct: (out[len(out)-1]/last - 1) * 100, At: time.Now().UTC(),
 		}, nil
 	})
+}
+
+// predict asks the remote model when one is configured and falls back to
+// the embedded one when it fails.
+func (a *Analytics) predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
+	if a.model != nil {
+		out, name, err := a.model.Predict(ctx, s, steps)
+		if err == nil {
+			return out, name, nil
+		}
+		a.log.WarnContext(ctx, "remote forecast model failed; the embedded model answers", "product", s.Product, "err", err)
+	}
+	out, _, err := forecast.Forecast(s.Closes(), steps)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %v", rules.ErrInsufficientData, err)
+	}
+	return out, forecast.ModelName, nil
 }
 
 // signalHorizon is the model horizon the signal reads: 24 hours.

@@ -39,6 +39,8 @@ type config struct {
 	WhaleWindow     uint64
 	WhaleInterval   time.Duration
 	WhaleConfirm    uint64
+	ForecastModel   string // grpc://host:port of a ForecastModelService, or empty
+	ForecastTimeout time.Duration
 
 	factories []whales.Factory // parsed by validate
 	quotes    []common.Address
@@ -116,6 +118,8 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	}
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
 	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")
+	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model as grpc://host:port (tollgate.v1.ForecastModelService); empty: the embedded model only")
+	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
 	return fs, cfg
 }
@@ -148,6 +152,12 @@ func (c *config) validate() error {
 	}
 	if c.MaxTimeout < 30 {
 		errs = append(errs, fmt.Errorf("--max-timeout %d: at least 30 seconds", c.MaxTimeout))
+	}
+	if c.ForecastModel != "" && !strings.HasPrefix(c.ForecastModel, "grpc://") {
+		errs = append(errs, fmt.Errorf("--forecast-model %q: want grpc://host:port", c.ForecastModel))
+	}
+	if c.ForecastTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--forecast-timeout %s: must be positive", c.ForecastTimeout))
 	}
 	if c.WhaleWindow == 0 || c.WhaleInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--whale-window %d, --whale-interval %s: must be positive", c.WhaleWindow, c.WhaleInterval))

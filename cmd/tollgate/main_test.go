@@ -83,14 +83,15 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		"TOLLGATE_LOG_LEVEL":        "loud",
 		"TOLLGATE_SHUTDOWN_TIMEOUT": "soon",
 	}))
-	if err := fs.Parse([]string{"--http", "nohost", "--log-format", "xml", "--data-dir", ""}); err != nil {
+	if err := fs.Parse([]string{"--http", "nohost", "--log-format", "xml", "--data-dir", "", "--forecast-model", "http://model:9000",
+		"--dex-factories", "v4:0x1", "--quote-tokens", "weth"}); err != nil {
 		t.Fatal(err)
 	}
 	err := cfg.validate()
 	if err == nil {
 		t.Fatal("validate accepted a bad config")
 	}
-	for _, want := range []string{"TOLLGATE_LOG_LEVEL", "TOLLGATE_SHUTDOWN_TIMEOUT", "--http", "--log-format", "--data-dir"} {
+	for _, want := range []string{"TOLLGATE_LOG_LEVEL", "TOLLGATE_SHUTDOWN_TIMEOUT", "--http", "--log-format", "--data-dir", "--forecast-model", "--dex-factories", "--quote-tokens"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

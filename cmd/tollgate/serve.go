@@ -30,6 +30,7 @@ import (
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/forecast"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/whales"
 	"github.com/tollgate/tollgate/store"
@@ -127,6 +128,15 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	var model service.Model // nil: the embedded model only
+	if cfg.ForecastModel != "" {
+		conn, err := grpc.NewClient(strings.TrimPrefix(cfg.ForecastModel, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return fmt.Errorf("--forecast-model: %w", err)
+		}
+		cleanups = append(cleanups, func() { conn.Close() })
+		model = forecast.NewRemote(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
+	}
 	scanner, err := whales.New(rpcClient, whaleConfig(cfg, pay), logger.With("component", "whales"))
 	if err != nil {
 		return err
@@ -150,7 +160,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger}))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger, Model: model, Log: logger}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	tollgatev1.RegisterLaneServiceServer(grpcSrv, service.NewLaneServer(ledger)) // private listener only: no REST route
 	healthSrv := health.NewServer()
