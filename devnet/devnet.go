@@ -477,8 +477,9 @@ func (c *Chain) sendBlock(ctx context.Context, txs ...pendingTx) error {
 // success.
 func (c *Chain) seal(ctx context.Context, nonces map[common.Address]uint64, hashes ...common.Hash) ([]*types.Receipt, error) {
 	cl := c.client
+	wait := time.Now().Add(2 * time.Second) // then seal anyway: receipt seals again for stragglers
 	for addr, want := range nonces {
-		for {
+		for time.Now().Before(wait) {
 			n, err := cl.PendingNonceAt(ctx, addr)
 			if err != nil {
 				return nil, err
@@ -510,7 +511,7 @@ func (c *Chain) seal(ctx context.Context, nonces map[common.Address]uint64, hash
 
 // receipt waits for a sealed transaction's receipt: the node indexes
 // transactions in the background, so a fresh block's may lag a little. A
-// transaction still missing after 100 ms goes into one more block.
+// transaction still missing is sealed into one more block every 100 ms.
 func (c *Chain) receipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for attempt := 0; ; attempt++ {
@@ -521,7 +522,7 @@ func (c *Chain) receipt(ctx context.Context, h common.Hash) (*types.Receipt, err
 		if time.Now().After(deadline) {
 			return nil, err
 		}
-		if attempt == 50 {
+		if attempt%50 == 49 {
 			c.mine()
 		}
 		select {

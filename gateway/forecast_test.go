@@ -64,6 +64,28 @@ func TestForecast(t *testing.T) {
 	}
 }
 
+// TestForecastEquity: with an equity feed the .NS products forecast from
+// their session bars.
+func TestForecastEquity(t *testing.T) {
+	t.Parallel()
+	s := newStackWith(t, service.NewAnalytics(service.Sources{Equities: market.NewDevnetEquities()}), 5*time.Second)
+	doc := loadServedDocument(t, s)
+	r := s.do(t, "GET", "/forecast?product=TCS.NS&pred_len=7")
+	doc.validateResponse(t, r)
+	var b struct {
+		Product string
+		Closes  []float64
+		Model   string
+	}
+	decodeJSON(t, r, &b)
+	if b.Product != "TCS.NS" || len(b.Closes) != 7 || b.Model != "embedded-damped-holt" {
+		t.Errorf("%+v", b)
+	}
+	if r := s.do(t, "GET", "/forecast?product=ETH-USD"); r.status != 501 {
+		t.Errorf("crypto without a candle source: %d", r.status)
+	}
+}
+
 // TestSignal: /signal validates against the document; its expected return
 // is the 24h forecast's; its gate follows the published rule from its own
 // inputs; provenance is null without a tape and the lane counts with one.

@@ -58,6 +58,8 @@ type Analytics struct {
 	tape    Tape
 	model   Model
 	log     *slog.Logger
+	// equities feed /forecast for the .NS symbols.
+	equities EquityBars
 	// forecasts caches /forecast answers per product and horizon.
 	forecasts *forecast.Cache
 	// answered is the /whales response of the current snapshot.
@@ -73,7 +75,15 @@ type Sources struct {
 	Whales  Whales
 	Tape    Tape
 	Model   Model
-	Log     *slog.Logger
+	// Equities are the hourly session bars of the NSE symbols.
+	Equities EquityBars
+	Log      *slog.Logger
+}
+
+// EquityBars is the equity feed; *market.Yahoo and *market.DevnetEquities
+// provide it.
+type EquityBars interface {
+	Bars(ctx context.Context, symbol string, n int) (market.Series, error)
 }
 
 // Model is a forecasting model besides the embedded one;
@@ -87,7 +97,7 @@ func NewAnalytics(src Sources) *Analytics {
 	if src.Log == nil {
 		src.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Analytics{model: src.Model, log: src.Log, candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
+	return &Analytics{model: src.Model, log: src.Log, equities: src.Equities, candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
 		scans: &scans{m: map[common.Hash]bytecode.Scan{}}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil)}
 }
 

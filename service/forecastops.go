@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -30,8 +29,8 @@ const (
 // embedded model, cached per product and horizon.
 func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecastRequest) (*tollgatev1.GetForecastResponse, error) {
 	product, steps := req.GetProduct(), int(req.GetPredLen())
-	if strings.HasSuffix(product, ".NS") || a.candles == nil {
-		return nil, status.Errorf(codes.Unimplemented, "no hourly candles for %s on this server yet; nothing was charged", product)
+	if (market.IsEquity(product) && a.equities == nil) || (!market.IsEquity(product) && a.candles == nil) {
+		return nil, status.Errorf(codes.Unimplemented, "no hourly candles for %s on this server; nothing was charged", product)
 	}
 	r, cached, err := a.forecast(ctx, product, steps)
 	if err != nil {
@@ -47,7 +46,13 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 // through the cache.
 func (a *Analytics) forecast(ctx context.Context, product string, steps int) (forecast.Result, bool, error) {
 	return a.forecasts.Get(ctx, product, steps, func(ctx context.Context) (forecast.Result, error) {
-		s, err := a.candles.Series(ctx, product, time.Hour, forecastCloses)
+		var s market.Series
+		var err error
+		if market.IsEquity(product) {
+			s, err = a.equities.Bars(ctx, product, forecastCloses)
+		} else {
+			s, err = a.candles.Series(ctx, product, time.Hour, forecastCloses)
+		}
 		if err != nil {
 			return forecast.Result{}, err
 		}

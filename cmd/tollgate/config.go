@@ -40,6 +40,7 @@ type config struct {
 	WhaleInterval   time.Duration
 	WhaleConfirm    uint64
 	ForecastModel   string // grpc://host:port of a ForecastModelService, or empty
+	EquitiesURL     string
 	ForecastTimeout time.Duration
 
 	factories []whales.Factory // parsed by validate
@@ -118,6 +119,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	}
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
 	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")
+	str(&cfg.EquitiesURL, "equities-url", "", "Yahoo Finance chart API base URL for the .NS equities (e.g. https://query1.finance.yahoo.com); empty: the devnet's synthetic session bars")
 	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model as grpc://host:port (tollgate.v1.ForecastModelService); empty: the embedded model only")
 	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")

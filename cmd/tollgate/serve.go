@@ -128,6 +128,10 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	equities, equitySource, err := newEquities(cfg)
+	if err != nil {
+		return err
+	}
 	var model service.Model // nil: the embedded model only
 	if cfg.ForecastModel != "" {
 		conn, err := grpc.NewClient(strings.TrimPrefix(cfg.ForecastModel, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -150,7 +154,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL:       cfg.PublicURL,
 		Version:         buildVersion(),
-		Sources:         []service.DataSource{candleSource},
+		Sources:         []service.DataSource{candleSource, equitySource},
 		Mode:            pay.mode,
 		Terms:           pay.terms,
 		DevnetContracts: pay.scenario,
@@ -160,7 +164,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger, Model: model, Log: logger}))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger, Model: model, Equities: equities, Log: logger}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	tollgatev1.RegisterLaneServiceServer(grpcSrv, service.NewLaneServer(ledger)) // private listener only: no REST route
 	healthSrv := health.NewServer()
@@ -405,6 +409,21 @@ func newCandles(cfg *config) (*market.Cache, service.DataSource, error) {
 	}
 	cache, err := market.NewCache(src, market.DefaultCacheConfig())
 	return cache, desc, err
+}
+
+// newEquities returns the equity feed: Yahoo Finance at --equities-url,
+// else the devnet's synthetic session bars.
+func newEquities(cfg *config) (service.EquityBars, service.DataSource, error) {
+	if cfg.EquitiesURL == "" {
+		return market.NewDevnetEquities(), service.DataSource{Kind: "equities", Name: "devnet-synthetic", Synthetic: true,
+			Description: "deterministic synthetic NSE session bars generated in process (devnet); not market data"}, nil
+	}
+	y, err := market.NewYahoo(market.YahooConfig{BaseURL: cfg.EquitiesURL, RequestTimeout: 15 * time.Second, Days: 200},
+		&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+	if err != nil {
+		return nil, service.DataSource{}, err
+	}
+	return y, service.DataSource{Kind: "equities", Name: "yahoo-finance", Description: "Yahoo Finance chart API at " + cfg.EquitiesURL}, nil
 }
 
 // dialTarget returns an address the gateway can dial to reach lis: an

@@ -47,6 +47,16 @@ func synthProducts(product string) (synthProduct, bool) {
 		return synthProduct{base: 95000, minuteVol: 0.0006, restVolume: 8, seed: 0x42544355534400}, true
 	case "ETH-USD":
 		return synthProduct{base: 3400, minuteVol: 0.0008, restVolume: 150, seed: 0x45544855534400}, true
+	case "RELIANCE.NS":
+		return synthProduct{base: 1300, minuteVol: 0.0004, restVolume: 9000, seed: 0x52454c4e53}, true
+	case "TCS.NS":
+		return synthProduct{base: 3500, minuteVol: 0.0004, restVolume: 3000, seed: 0x5443534e53}, true
+	case "HDFCBANK.NS":
+		return synthProduct{base: 1700, minuteVol: 0.0004, restVolume: 8000, seed: 0x484446434e53}, true
+	case "INFY.NS":
+		return synthProduct{base: 1600, minuteVol: 0.0004, restVolume: 6000, seed: 0x494e46594e53}, true
+	case "ICICIBANK.NS":
+		return synthProduct{base: 1300, minuteVol: 0.0004, restVolume: 7000, seed: 0x494349434e53}, true
 	}
 	return synthProduct{}, false
 }
