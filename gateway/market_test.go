@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"net/http/httptest"
 	"sync"
@@ -263,6 +266,60 @@ func TestColdCollapseThroughTheStack(t *testing.T) {
 	wg.Wait()
 	if failed.Load() != 0 {
 		t.Errorf("%d requests failed", failed.Load())
+	}
+	if n := x.Requests.Load(); n != 3 {
+		t.Errorf("%d upstream requests, want 3: %s", n, markettest.RangesString(x.Ranges))
+	}
+}
+
+// countingModel counts predictions and fails each, so the embedded model
+// answers: the count is the number of forecast computations.
+type countingModel struct{ n atomic.Int64 }
+
+func (m *countingModel) Predict(context.Context, market.Series, int) ([]float64, string, error) {
+	m.n.Add(1)
+	return nil, "", errors.New("counting only")
+}
+
+// TestForecastColdCollapse: 100 concurrent cold /forecast requests for one
+// product and horizon make one computation and one upstream fetch
+// sequence (3 pages for 720 closes), and all get the same closes.
+func TestForecastColdCollapse(t *testing.T) {
+	t.Parallel()
+	x := markettest.NewExchange(t)
+	now := time.Now().UTC()
+	x.Seed(t, "ETH-USD", time.Hour, now.Add(-800*time.Hour), now)
+	x.Delay = 30 * time.Millisecond
+	cache, err := market.NewCache(x.Client(t, nil), market.DefaultCacheConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &countingModel{}
+	s := newStackWith(t, service.NewAnalytics(service.Sources{Candles: cache, Model: model}), 10*time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	for range 100 {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			s.handler.ServeHTTP(rec, httptest.NewRequest("GET", "/forecast?product=ETH-USD&pred_len=24", nil))
+			var b struct{ Closes []float64 }
+			_ = json.Unmarshal(rec.Body.Bytes(), &b)
+			mu.Lock()
+			defer mu.Unlock()
+			if rec.Code != 200 {
+				bodies[fmt.Sprint("status ", rec.Code)]++
+				return
+			}
+			bodies[fmt.Sprint(b.Closes)]++
+		})
+	}
+	wg.Wait()
+	if len(bodies) != 1 {
+		t.Errorf("%d different answers: %v", len(bodies), bodies)
+	}
+	if n := model.n.Load(); n != 1 {
+		t.Errorf("%d computations, want 1", n)
 	}
 	if n := x.Requests.Load(); n != 3 {
 		t.Errorf("%d upstream requests, want 3: %s", n, markettest.RangesString(x.Ranges))
