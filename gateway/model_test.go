@@ -46,7 +46,7 @@ func (f *fakeModel) Predict(ctx context.Context, req *tollgatev1.PredictRequest)
 	return &tollgatev1.PredictResponse{Closes: closes, Model: "fake-kronos"}, nil
 }
 
-func remoteModel(t *testing.T, f *fakeModel) *forecast.Remote {
+func remoteModel(t *testing.T, f *fakeModel) *service.RemoteModel {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()
@@ -60,7 +60,7 @@ func remoteModel(t *testing.T, f *fakeModel) *forecast.Remote {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return forecast.NewRemote(tollgatev1.NewForecastModelServiceClient(conn), 200*time.Millisecond)
+	return service.NewRemoteModel(tollgatev1.NewForecastModelServiceClient(conn), 200*time.Millisecond)
 }
 
 // TestRemoteModel: a working remote model serves /forecast under its own

@@ -87,7 +87,7 @@ type EquityBars interface {
 }
 
 // Model is a forecasting model besides the embedded one;
-// *forecast.Remote provides it.
+// *RemoteModel provides it.
 type Model interface {
 	Predict(ctx context.Context, s market.Series, steps int) (closes []float64, name string, err error)
 }

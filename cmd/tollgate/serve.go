@@ -30,7 +30,6 @@ import (
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
-	"github.com/tollgate/tollgate/service/forecast"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/whales"
 	"github.com/tollgate/tollgate/store"
@@ -139,7 +138,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			return fmt.Errorf("--forecast-model: %w", err)
 		}
 		cleanups = append(cleanups, func() { conn.Close() })
-		model = forecast.NewRemote(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
+		model = service.NewRemoteModel(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
 	}
 	scanner, err := whales.New(rpcClient, whaleConfig(cfg, pay), logger.With("component", "whales"))
 	if err != nil {

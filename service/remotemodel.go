@@ -1,4 +1,4 @@
-package forecast
+package service
 
 import (
 	"context"
@@ -10,21 +10,22 @@ import (
 	"github.com/tollgate/tollgate/service/market"
 )
 
-// Remote asks a model served over tollgatev1.ForecastModelService.
-type Remote struct {
+// RemoteModel asks a forecasting model served over
+// tollgatev1.ForecastModelService; it implements Model.
+type RemoteModel struct {
 	client  tollgatev1.ForecastModelServiceClient
 	timeout time.Duration
 }
 
-// NewRemote returns a remote model over a client connection; every
+// NewRemoteModel returns a remote model over a client connection; every
 // prediction gets timeout. It does no I/O.
-func NewRemote(client tollgatev1.ForecastModelServiceClient, timeout time.Duration) *Remote {
-	return &Remote{client: client, timeout: timeout}
+func NewRemoteModel(client tollgatev1.ForecastModelServiceClient, timeout time.Duration) *RemoteModel {
+	return &RemoteModel{client: client, timeout: timeout}
 }
 
 // Predict sends the series and checks the answer: exactly steps finite,
 // positive closes.
-func (r *Remote) Predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
+func (r *RemoteModel) Predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	req := &tollgatev1.PredictRequest{Product: s.Product, GranularitySeconds: int64(s.Granularity / time.Second), PredLen: int32(steps)}
