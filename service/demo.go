@@ -213,5 +213,6 @@ func demoForecast() *tollgatev1.GetForecastResponse {
 		PredLen:           int32(len(closes)),
 		Cached:            false,
 		AsOf:              demoAsOf,
+		Model:             "embedded-damped-holt",
 	}
 }
