@@ -332,34 +332,14 @@ func (c *Chain) deployToken(ctx context.Context) error {
 	return nil
 }
 
-// send signs and sends a transaction from a, mines it and returns its
-// successful receipt.
+// send signs and sends one transaction from a with estimated gas, seals
+// it and returns its successful receipt.
 func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []byte) (*types.Receipt, error) {
-	cl := c.client
-	nonce, err := cl.PendingNonceAt(ctx, a.Address)
+	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: a.Address, To: to, Data: data})
 	if err != nil {
 		return nil, err
 	}
-	gas, err := cl.EstimateGas(ctx, ethereum.CallMsg{From: a.Address, To: to, Data: data})
-	if err != nil {
-		return nil, err
-	}
-	head, err := cl.HeaderByNumber(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	tip := big.NewInt(params.GWei)
-	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
-	tx, err := types.SignNewTx(a.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
-		ChainID: big.NewInt(ChainID), Nonce: nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas * 12 / 10, To: to, Data: data,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := cl.SendTransaction(ctx, tx); err != nil {
-		return nil, err
-	}
-	rcpts, err := c.seal(ctx, map[common.Address]uint64{a.Address: nonce + 1}, tx.Hash())
+	rcpts, err := c.sendTxs(ctx, pendingTx{from: a, to: to, data: data, gas: gas * 12 / 10})
 	if err != nil {
 		return nil, err
 	}
@@ -421,9 +401,10 @@ func (c *Chain) deploy(ctx context.Context, a Account, name string, args ...any)
 // pendingTx is one transaction of a block sent with sendBlock.
 type pendingTx struct {
 	from Account
-	to   common.Address
+	to   *common.Address // nil deploys
 	data []byte
-	err  error // from packing the call; sendBlock reports it
+	gas  uint64 // 0: defaultGas
+	err  error  // from packing the call; sendTxs reports it
 }
 
 // sendBlock signs the transactions in order (nonces counted per sender),
@@ -432,44 +413,55 @@ type pendingTx struct {
 // the chain's clock close to the wall clock (each block is at least one
 // second after its parent).
 func (c *Chain) sendBlock(ctx context.Context, txs ...pendingTx) error {
-	const gas = 400_000
+	_, err := c.sendTxs(ctx, txs...)
+	return err
+}
+
+// sendTxs signs txs in order (nonces counted per sender), sends them and
+// seals them into one block.
+func (c *Chain) sendTxs(ctx context.Context, txs ...pendingTx) ([]*types.Receipt, error) {
+	for _, p := range txs {
+		if p.err != nil {
+			return nil, p.err
+		}
+	}
 	cl := c.client
 	head, err := cl.HeaderByNumber(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tip := big.NewInt(params.GWei)
 	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
 	nonces := map[common.Address]uint64{}
 	var hashes []common.Hash
 	for _, p := range txs {
-		if p.err != nil {
-			return p.err
-		}
-	}
-	for _, p := range txs {
 		n, ok := nonces[p.from.Address]
 		if !ok {
 			if n, err = cl.PendingNonceAt(ctx, p.from.Address); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		nonces[p.from.Address] = n + 1
-		to := p.to
+		gas := p.gas
+		if gas == 0 {
+			gas = defaultGas
+		}
 		tx, err := types.SignNewTx(p.from.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
-			ChainID: big.NewInt(ChainID), Nonce: n, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: &to, Data: p.data,
+			ChainID: big.NewInt(ChainID), Nonce: n, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: p.to, Data: p.data,
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := cl.SendTransaction(ctx, tx); err != nil {
-			return err
+			return nil, err
 		}
 		hashes = append(hashes, tx.Hash())
 	}
-	_, err = c.seal(ctx, nonces, hashes...)
-	return err
+	return c.seal(ctx, nonces, hashes...)
 }
+
+// defaultGas is the gas of a scripted call whose pendingTx names none.
+const defaultGas = 400_000
 
 // seal waits until the pool holds every sent transaction as pending (it
 // promotes a sender's later nonces asynchronously) so that they share one

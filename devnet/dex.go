@@ -53,7 +53,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		if err != nil {
 			err = fmt.Errorf("%s: %w", method, err)
 		}
-		return pendingTx{from: from, to: to, data: data, err: err}
+		return pendingTx{from: from, to: &to, data: data, err: err}
 	}
 	_, pairABI, err := LoadArtifact("MiniPair")
 	if err != nil {
@@ -128,7 +128,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		if create.err != nil {
 			return create.err
 		}
-		if _, err := c.send(ctx, d, &factory, create.data); err != nil { // deploys a pair: gas estimated
+		if _, err := c.send(ctx, d, create.to, create.data); err != nil { // deploys a pair: gas estimated
 			return fmt.Errorf("%s: createPair: %w", l.symbol, err)
 		}
 		out, err := c.callView(ctx, factory, factoryABI, "getPair", token, weth)
