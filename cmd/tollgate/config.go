@@ -53,14 +53,15 @@ type config struct {
 func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	env := func(name, def string) string {
-		if v := getenv("TOLLGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); v != "" {
-			return v
-		}
-		return def
-	}
 	str := func(p *string, name, def, usage string) {
-		fs.StringVar(p, name, env(name, def), usage)
+		fs.StringVar(p, name, envDefault(getenv, &cfg.envErrs, name, def, func(s string) (string, error) { return s, nil }), usage)
+	}
+	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
+		fs.DurationVar(p, name, envDefault(getenv, &cfg.envErrs, name, def, time.ParseDuration), usage)
+	}
+	u64 := func(p *uint64, name string, def uint64, usage string) {
+		parse := func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
+		fs.Uint64Var(p, name, envDefault(getenv, &cfg.envErrs, name, def, parse), usage)
 	}
 	str(&cfg.HTTPAddr, "http", ":8402", "public REST listen address (x402-paid API and free endpoints)")
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
@@ -73,50 +74,19 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.Facilitator, "facilitator", "", "URL of a remote x402 facilitator (POST /verify, /settle); empty: the self-hosted one")
 	str(&cfg.KeyFile, "facilitator-key-file", "", "file holding the hex gas key of the self-hosted facilitator (or set TOLLGATE_FACILITATOR_KEY)")
 	cfg.FacilitatorKey = getenv("TOLLGATE_FACILITATOR_KEY")
-	maxTimeout := 300
-	if v := env("max-timeout", ""); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_MAX_TIMEOUT: %w", err))
-		} else {
-			maxTimeout = n
-		}
-	}
-	fs.IntVar(&cfg.MaxTimeout, "max-timeout", maxTimeout, "seconds a payment authorization must stay valid (maxTimeoutSeconds)")
+	fs.IntVar(&cfg.MaxTimeout, "max-timeout", envDefault(getenv, &cfg.envErrs, "max-timeout", 300, strconv.Atoi),
+		"seconds a payment authorization must stay valid (maxTimeoutSeconds)")
 	str(&cfg.LogFormat, "log-format", "text", "log format: text or json")
-	level := slog.LevelInfo
-	if s := env("log-level", ""); s != "" {
-		if err := level.UnmarshalText([]byte(s)); err != nil {
-			cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_LOG_LEVEL: %w", err))
-		}
-	}
+	level := envDefault(getenv, &cfg.envErrs, "log-level", slog.LevelInfo, func(s string) (slog.Level, error) {
+		var l slog.Level
+		err := l.UnmarshalText([]byte(s))
+		return l, err
+	})
 	fs.TextVar(&cfg.LogLevel, "log-level", level, "log level: debug, info, warn or error")
-	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
-		if s := env(name, ""); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_%s: %w", strings.ToUpper(strings.ReplaceAll(name, "-", "_")), err))
-			} else {
-				def = d
-			}
-		}
-		fs.DurationVar(p, name, def, usage)
-	}
 	dur(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "deadline of one proxied call; past it the answer is 504")
 	dur(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	str(&cfg.DexFactories, "dex-factories", "", "whale scan: DEX factories as kind:address,... with kind v2, v3 or aerodrome; empty: Uniswap V2/V3 and Aerodrome on Base (devnet: its exchange)")
 	str(&cfg.QuoteTokens, "quote-tokens", "", "whale scan: quote assets as address,...; empty: WETH and USDC on Base (devnet: its WETH)")
-	u64 := func(p *uint64, name string, def uint64, usage string) {
-		if v := env(name, ""); v != "" {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				cfg.envErrs = append(cfg.envErrs, fmt.Errorf("TOLLGATE_%s: %w", strings.ToUpper(strings.ReplaceAll(name, "-", "_")), err))
-			} else {
-				def = n
-			}
-		}
-		fs.Uint64Var(p, name, def, usage)
-	}
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
 	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")
 	str(&cfg.EquitiesURL, "equities-url", "", "Yahoo Finance chart API base URL for the .NS equities (e.g. https://query1.finance.yahoo.com); empty: the devnet's synthetic session bars")
@@ -124,6 +94,23 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
 	return fs, cfg
+}
+
+// envDefault is a flag's default: TOLLGATE_<FLAG> parsed when set, else
+// def. A value that does not parse is recorded in errs (validate reports
+// it) and def is kept.
+func envDefault[T any](getenv func(string) string, errs *[]error, name string, def T, parse func(string) (T, error)) T {
+	key := "TOLLGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	v := getenv(key)
+	if v == "" {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s: %w", key, err))
+		return def
+	}
+	return x
 }
 
 // validate reports every problem of cfg at once.

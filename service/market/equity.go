@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,14 +16,7 @@ import (
 var Equities = []string{"RELIANCE.NS", "TCS.NS", "HDFCBANK.NS", "INFY.NS", "ICICIBANK.NS"}
 
 // IsEquity reports whether product is one of Equities.
-func IsEquity(product string) bool {
-	for _, e := range Equities {
-		if e == product {
-			return true
-		}
-	}
-	return false
-}
+func IsEquity(product string) bool { return slices.Contains(Equities, product) }
 
 // ist is India Standard Time (UTC+5:30, no daylight saving).
 var ist = time.FixedZone("IST", 5*3600+1800)
