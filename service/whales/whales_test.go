@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate/tollgate/service/whales"
 )
 
-func startDevnet(t *testing.T) (*devnet.Chain, *rpc.Client) {
+func startDevnet(t testing.TB) (*devnet.Chain, *rpc.Client) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -159,20 +159,7 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 // BenchmarkScan is a full scan of the devnet's history by a fresh scanner;
 // reported: JSON-RPC round trips per token scanned.
 func BenchmarkScan(b *testing.B) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	r, err := rpc.Dial(c.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	c, r := startDevnet(b)
 	var st whales.Stats
 	for b.Loop() {
 		s, err := whales.New(r, devnetConfig(c), quiet())
