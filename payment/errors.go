@@ -23,6 +23,22 @@ const (
 	ReasonAuthorizationReplayed = "authorization_already_used"
 	ReasonUnexpectedVerify      = "unexpected_verify_error"
 	ReasonUnexpectedSettle      = "unexpected_settle_error"
+	// ReasonValidityTooLong refuses an authorization valid for longer than
+	// the requirement's maxTimeoutSeconds plus a small clock skew.
+	ReasonValidityTooLong = "invalid_exact_evm_payload_authorization_validity_too_long"
+	// ReasonResourceMismatch refuses a v2 payment whose resource is not
+	// the requested one.
+	ReasonResourceMismatch = "invalid_payment_resource_mismatch"
+	// ReasonAuthorizationCanceled: the payer canceled the authorization on
+	// chain (EIP-3009 AuthorizationCanceled); it can never pay.
+	ReasonAuthorizationCanceled = "authorization_canceled"
+	// ReasonSettlementUnconfirmed: the facilitator reported a settlement
+	// the chain does not show (no receipt, a failed one, or no transfer of
+	// this authorization to payTo).
+	ReasonSettlementUnconfirmed = "settlement_unconfirmed"
+	// ReasonExpiredUnused: the authorization expired without ever being
+	// used on chain; nothing was paid.
+	ReasonExpiredUnused = "authorization_expired_unused"
 )
 
 // VerifyError is a payment refused before the handler ran: a 402 with the
