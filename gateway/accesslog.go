@@ -7,14 +7,20 @@ import (
 )
 
 // AccessLog returns next wrapped to log one line per request: method,
-// path, status, response bytes and duration. Put it outermost, so answers
-// written by handlers in front of the gateway (such as 402s) are logged too.
+// path, status, response bytes and duration, at INFO except 402s, which
+// are logged at DEBUG (unpaid load would flood the log; the gate logs
+// their count periodically). Put it outermost, so answers written by
+// handlers in front of the gateway (such as 402s) are logged too.
 func AccessLog(logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		logger.LogAttrs(r.Context(), slog.LevelInfo, "http",
+		level := slog.LevelInfo
+		if rec.status == http.StatusPaymentRequired {
+			level = slog.LevelDebug // challenges are counted, not logged one by one (payment.Gate.RunCounters)
+		}
+		logger.LogAttrs(r.Context(), level, "http",
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status),

@@ -34,7 +34,7 @@ func TestChallengeMatchesOpenAPI(t *testing.T) {
 		PublicURL: publicURL, Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
 		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
-	}, gateway.PaidRoutes(cat), nil, refusingLedger{}, slog.New(slog.DiscardHandler))
+	}, gateway.PaidRoutes(cat), nil, refusingLedger{}, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

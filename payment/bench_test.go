@@ -25,10 +25,15 @@ type nopLedger struct{}
 func (nopLedger) Claim(context.Context, payment.Record, time.Time) (payment.Record, error) {
 	return payment.Record{}, nil
 }
-func (nopLedger) Finish(context.Context, payment.Record) error { return nil }
-func (nopLedger) PaidByOperation(context.Context) (map[string]payment.Paid, error) {
+func (nopLedger) Finish(context.Context, payment.Record) error  { return nil }
+func (nopLedger) Resolve(context.Context, payment.Record) error { return nil }
+func (nopLedger) Lookup(context.Context, payment.Record) (payment.Record, error) {
+	return payment.Record{}, payment.ErrNotFound
+}
+func (nopLedger) Totals(context.Context) (map[string]payment.Totals, error) {
 	return nil, nil
 }
+func (nopLedger) AddChallenges(context.Context, map[string]uint64) error { return nil }
 
 func challengeGate(b *testing.B) http.Handler {
 	g, err := payment.NewGate(payment.GateConfig{
@@ -36,7 +41,7 @@ func challengeGate(b *testing.B) http.Handler {
 		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
 		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
 	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "ETH regime", Valid: func(*http.Request) bool { return true }}},
-		nil, nopLedger{}, slog.New(slog.DiscardHandler))
+		nil, nopLedger{}, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

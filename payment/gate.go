@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -70,6 +71,9 @@ type GateConfig struct {
 	MaxTimeout int
 	// SettleTimeout bounds verify-to-settle work done after the handler.
 	SettleTimeout time.Duration
+	// Now is the clock authorizations are checked against; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Validate reports every problem of c at once.
@@ -99,7 +103,9 @@ type Gate struct {
 	routes      []*route
 	facilitator Facilitator
 	ledger      Ledger
+	audit       *Auditor // nil: no chain to confirm settlements against
 	logger      *slog.Logger
+	now         func() time.Time
 	base        string
 }
 
@@ -117,12 +123,18 @@ const resourceMark = "\"tollgate-resource-url\""
 
 var errNoPayment = &VerifyError{Reason: "payment_required", Message: "payment required: send " + HeaderPaymentV2 + " (x402 v2) or " + HeaderPaymentV1 + " (x402 v1)"}
 
-// NewGate returns the interceptor for routes; it does no I/O.
-func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, logger *slog.Logger) (*Gate, error) {
+// NewGate returns the interceptor for routes; it does no I/O. audit reads
+// the chain the payments are made on; with nil, facilitator settlements
+// are taken at their word and a lost settlement cannot be found again
+// (the caller should say so at startup).
+func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, audit *Auditor, logger *slog.Logger) (*Gate, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gate{cfg: cfg, facilitator: f, ledger: l, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/")}
+	g := &Gate{cfg: cfg, facilitator: f, ledger: l, audit: audit, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/"), now: cfg.Now}
+	if g.now == nil {
+		g.now = time.Now
+	}
 	for _, r := range routes {
 		amount, err := AtomicAmount(r.PriceUSD, cfg.Decimals)
 		if err != nil {
@@ -212,8 +224,9 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
 			return
 		}
-		if err := match(p, req); err != nil {
-			g.challenge(w, req, err.(*VerifyError))
+		mismatch := g.match(p, req, r)
+		if mismatch != nil && mismatch.Reason != ReasonValidBefore {
+			g.challenge(w, req, mismatch)
 			return
 		}
 		// Refuse a signature that is not the payer's before anything is
@@ -224,14 +237,26 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 				return
 			}
 		}
+		if mismatch != nil {
+			// Expired by our clock: a payment we claimed is still ours to
+			// answer (the ledger decides, not the clock); any other is refused.
+			g.expired(w, r, rt, req, p, mismatch, next)
+			return
+		}
 		g.serve(w, r, rt, req, p, next)
 	})
 }
 
+// validitySlack is how much longer than maxTimeoutSeconds an
+// authorization may be valid: the payer's clock may run ahead of ours.
+const validitySlack = 30
+
 // match checks a payment against our requirement before anyone is asked
-// or anything is written: what was accepted, and the authorization's
-// recipient, value and time window (the facilitator checks them again).
-func match(p *Payment, req *Requirement) error {
+// or anything is written: what was accepted, the v2 resource, and the
+// authorization's recipient, value and time window (the facilitator
+// checks them again). Expiry is checked last, so a ReasonValidBefore
+// means everything else matched.
+func (g *Gate) match(p *Payment, req *Requirement, r *http.Request) *VerifyError {
 	if p.Version == 1 {
 		if p.Scheme != "exact" || p.Network != req.NetworkV1 {
 			return &VerifyError{Reason: ReasonNoMatch, Message: fmt.Sprintf("no requirement for scheme %q on %q; want exact on %s", p.Scheme, p.Network, req.NetworkV1)}
@@ -242,8 +267,11 @@ func match(p *Payment, req *Requirement) error {
 			!strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo) {
 			return &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
 		}
+		if p.Resource != nil && !g.sameResourceURL(p.Resource.URL, r.URL) {
+			return &VerifyError{Reason: ReasonResourceMismatch, Message: fmt.Sprintf("the payment is for %q, not %s", p.Resource.URL, g.base+r.URL.RequestURI()), Payer: p.Authorization.From.Hex()}
+		}
 	}
-	a, now := p.Authorization, time.Now().Unix()
+	a, now := p.Authorization, g.now().Unix()
 	payer := a.From.Hex()
 	switch {
 	case a.To != req.PayTo:
@@ -252,25 +280,84 @@ func match(p *Payment, req *Requirement) error {
 		return &VerifyError{Reason: ReasonValueMismatch, Message: "the authorization's value is " + a.Value.String(), Payer: payer}
 	case a.ValidAfter.Cmp(big.NewInt(now+clockSkew)) > 0:
 		return &VerifyError{Reason: ReasonValidAfter, Message: "the authorization is not valid yet", Payer: payer}
+	case a.ValidBefore.Cmp(big.NewInt(now+int64(req.MaxTimeout)+validitySlack)) > 0:
+		return &VerifyError{Reason: ReasonValidityTooLong, Message: fmt.Sprintf("the authorization is valid until %s; at most maxTimeoutSeconds (%d) + %d s from now is accepted", a.ValidBefore, req.MaxTimeout, validitySlack), Payer: payer}
 	case a.ValidBefore.Cmp(big.NewInt(now+6)) < 0:
 		return &VerifyError{Reason: ReasonValidBefore, Message: "the authorization is expired or about to", Payer: payer}
 	}
 	return nil
 }
 
+// sameResourceURL reports whether a v2 payment's resource URL names the
+// requested resource: our public origin, the same path and the same query
+// parameters (see sameResource).
+func (g *Gate) sameResourceURL(paid string, requested *url.URL) bool {
+	u, err := url.Parse(paid)
+	base, _ := url.Parse(g.base)
+	if err != nil || base == nil || !strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host) {
+		return false
+	}
+	return sameResource(u.RequestURI(), requested.RequestURI())
+}
+
+// sameResource compares two request URIs (path and query) as resources:
+// the paths must be equal, and the query strings must carry the same
+// parameters with the same values, in any order ("?a=1&b=2" is
+// "?b=2&a=1"; "?a=1" is not "?a=1&a=1", nor "?a=01").
+func sameResource(a, b string) bool {
+	pa, qa, _ := strings.Cut(a, "?")
+	pb, qb, _ := strings.Cut(b, "?")
+	if pa != pb {
+		return false
+	}
+	va, errA := url.ParseQuery(qa)
+	vb, errB := url.ParseQuery(qb)
+	if errA != nil || errB != nil {
+		return qa == qb
+	}
+	if len(va) != len(vb) {
+		return false
+	}
+	for k, xs := range va {
+		ys, ok := vb[k]
+		if !ok || len(xs) != len(ys) {
+			return false
+		}
+		xs, ys = slices.Clone(xs), slices.Clone(ys)
+		slices.Sort(xs)
+		slices.Sort(ys)
+		if !slices.Equal(xs, ys) {
+			return false
+		}
+	}
+	return true
+}
+
 // replayWindow bounds how long after a payment a retry of it is answered
-// again (never past the authorization's validBefore).
+// again from the stored response.
 const replayWindow = 10 * time.Minute
 
-// serve runs a matched payment: claim, verify, handler, settle, record,
-// respond.
-func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, next http.Handler) {
+// record is the ledger row of a payment for r.
+func (g *Gate) record(rt *route, r *http.Request, req *Requirement, p *Payment) Record {
 	a := p.Authorization
-	rec := Record{
+	return Record{
 		Network: req.Network, Asset: req.Asset.Hex(), Payer: a.From.Hex(), Nonce: hexutil.Encode(a.Nonce[:]),
-		Operation: rt.Name, Resource: r.URL.RequestURI(), Amount: req.Amount.String(), Version: p.Version,
+		Operation: rt.Name, Resource: r.URL.RequestURI(), Amount: req.Amount.String(), PayTo: req.PayTo.Hex(), Version: p.Version,
 		ValidBefore: clampInt64(a.ValidBefore), ClaimID: newClaimID(), SigHash: sigHash(p),
 	}
+}
+
+// transfer is what the chain must show for p to have paid req.
+func transfer(req *Requirement, p *Payment) Transfer {
+	a := p.Authorization
+	return Transfer{Asset: req.Asset, From: a.From, To: req.PayTo, Value: req.Amount, Nonce: a.Nonce}
+}
+
+// serve runs a matched payment: claim, verify, handler, settle, confirm on
+// chain, record, respond.
+func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, next http.Handler) {
+	a := p.Authorization
+	rec := g.record(rt, r, req, p)
 	// Everything after the handler must survive a client that goes away.
 	base := context.WithoutCancel(r.Context())
 	ctx, cancel := context.WithTimeout(base, g.cfg.SettleTimeout)
@@ -287,111 +374,282 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		return
 	}
 	rec = claimed
+	// A key taken over from an unresolved settlement keeps that status on
+	// any failure of ours: an earlier transaction may still land.
+	unresolved := rec.PrevState == StatePending || rec.PrevState == StateVerified
+	fallback, fallbackTx := StateReleased, ""
+	if unresolved {
+		fallback, fallbackTx = StatePending, rec.PrevTx
+	}
 	v, err := g.facilitator.Verify(ctx, p, req)
 	if err != nil {
-		g.finish(ctx, rec, StateReleased, "", ReasonUnexpectedVerify)
+		g.finish(ctx, rec, fallback, fallbackTx, ReasonUnexpectedVerify)
 		g.logger.ErrorContext(ctx, "facilitator verify failed", "op", rt.Name, "err", err)
 		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
 		return
 	}
-	// A key taken over from an unresolved settlement: if the chain says the
-	// authorization is used, that settlement landed (it can only have paid
-	// us: to and value are ours), so the payment stands.
-	paidBefore := !v.Valid && v.Reason == ReasonNonceUsed && (rec.PrevState == StatePending || rec.PrevState == StateVerified)
-	if !v.Valid && !paidBefore {
-		g.finish(ctx, rec, StateFailed, "", v.Reason)
-		g.challenge(w, req, &VerifyError{Reason: v.Reason, Message: v.Message, Payer: a.From.Hex()})
-		return
+	// paidTx is set when the chain already shows this authorization paying
+	// us: an earlier settlement of ours landed, so nothing is settled again.
+	var paidTx common.Hash
+	if !v.Valid {
+		if !unresolved || g.audit == nil {
+			g.finish(ctx, rec, StateFailed, "", v.Reason)
+			g.challenge(w, req, &VerifyError{Reason: v.Reason, Message: v.Message, Payer: a.From.Hex()})
+			return
+		}
+		// An earlier attempt may have paid (the nonce is then "used"), or
+		// the payer may have canceled it: only the chain can say.
+		f, err := g.audit.Find(ctx, transfer(req, p), rec.CreatedAt)
+		switch {
+		case err != nil:
+			g.finish(ctx, rec, StatePending, rec.PrevTx, ReasonUnexpectedSettle)
+			g.logger.ErrorContext(ctx, "chain lookup failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+			writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+			return
+		case f.Verdict == VerdictPaid:
+			paidTx = f.Tx
+		case f.Verdict == VerdictUnused && rec.PrevTx != "":
+			g.finish(ctx, rec, StatePending, rec.PrevTx, v.Reason) // the transaction sent earlier may still land
+			g.challenge(w, req, &VerifyError{Reason: v.Reason, Message: v.Message, Payer: a.From.Hex()})
+			return
+		default:
+			g.refuseFound(ctx, w, req, rec, f, v.Reason, v.Message)
+			return
+		}
 	}
 
 	buf := newBuffer()
 	next.ServeHTTP(buf, r)
 	if buf.status >= http.StatusBadRequest { // never charge for a failure
-		state := StateReleased
-		if paidBefore {
-			state = StatePending // still paid; a retry is served
+		if paidTx != (common.Hash{}) {
+			g.resolve(ctx, withOutcome(rec, StateSettled, paidTx.Hex(), "")) // paid earlier; the response is still owed
+		} else {
+			g.finish(ctx, rec, fallback, fallbackTx, fmt.Sprintf("handler status %d", buf.status))
 		}
-		g.finish(ctx, rec, state, rec.PrevTx, fmt.Sprintf("handler status %d", buf.status))
 		buf.writeTo(w)
 		return
 	}
 
-	var s Settlement
-	if paidBefore {
-		s = Settlement{Success: true, Tx: common.HexToHash(rec.PrevTx), Payer: a.From}
-	} else {
-		sctx, scancel := context.WithTimeout(base, g.cfg.SettleTimeout) // a fresh budget, whatever verify and the handler took
-		s, err = g.facilitator.Settle(sctx, p, req)
-		scancel()
-	}
-	switch {
-	case err != nil:
-		// The transfer may or may not have been sent: record it as
-		// unresolved, and tell the payer to retry this same payment (a
-		// retry re-checks the chain), never to pay again.
-		g.finish(ctx, rec, StatePending, "", ReasonUnexpectedSettle)
-		g.logger.ErrorContext(ctx, "facilitator settle failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-		writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
-	case s.Pending:
-		g.finish(ctx, rec, StatePending, s.Tx.Hex(), s.Reason)
-		g.settleFailed(w, req, p, s)
-	case !s.Success:
-		tx := ""
-		if s.Tx != (common.Hash{}) {
-			tx = s.Tx.Hex()
-		}
-		g.finish(ctx, rec, StateFailed, tx, s.Reason)
-		g.settleFailed(w, req, p, s)
-	default:
-		done := withOutcome(rec, StateSettled, s.Tx.Hex(), "")
-		done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
-		fctx, fcancel := context.WithTimeout(base, 5*time.Second)
-		err := g.ledger.Finish(fctx, done)
-		fcancel()
-		if err != nil {
-			// Settled on chain but not recorded: the body is not released
-			// unrecorded. A retry of the same payment re-checks the chain.
-			g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", s.Tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-			writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+	if paidTx == (common.Hash{}) {
+		var ok bool
+		if paidTx, ok = g.settle(w, base, rt, req, p, rec, unresolved); !ok {
 			return
 		}
-		g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", s.Tx.Hex())
-		setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: s.Tx.Hex(), Payer: a.From.Hex()})
-		paidHeaders(w)
-		buf.writeTo(w)
 	}
+	done := withOutcome(rec, StateSettled, paidTx.Hex(), "")
+	done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
+	fctx, fcancel := context.WithTimeout(base, 5*time.Second)
+	err = g.ledger.Resolve(fctx, done)
+	fcancel()
+	if err != nil {
+		// Settled on chain but not recorded: the body is not released
+		// unrecorded. A retry of the same payment finds the transfer on
+		// chain at once and is served.
+		g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", paidTx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		return
+	}
+	g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", paidTx.Hex())
+	g.deliver(w, req, p, paidTx.Hex(), buf.header.Get("Content-Type"), buf.status, buf.body.Bytes(), buf.header)
+}
+
+// settle asks the facilitator to settle and establishes the outcome on
+// chain: the hash of the transaction that paid us, or false after
+// answering the payer and recording why not.
+func (g *Gate) settle(w http.ResponseWriter, base context.Context, rt *route, req *Requirement, p *Payment, rec Record, unresolved bool) (common.Hash, bool) {
+	payer := p.Authorization.From.Hex()
+	sctx, scancel := context.WithTimeout(base, g.cfg.SettleTimeout) // a fresh budget, whatever verify and the handler took
+	defer scancel()
+	s, err := g.facilitator.Settle(sctx, p, req)
+	ctx, cancel := context.WithTimeout(base, g.cfg.SettleTimeout)
+	defer cancel()
+	switch {
+	case err != nil:
+		// The transfer may or may not have been sent: look for it once,
+		// then record it as unresolved and tell the payer to retry this
+		// same payment (a retry re-checks the chain), never to pay again.
+		g.logger.ErrorContext(ctx, "facilitator settle failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+		if f, ferr := g.find(ctx, req, p, rec); ferr == nil && f.Verdict == VerdictPaid {
+			return f.Tx, true
+		}
+		g.finish(ctx, rec, StatePending, "", ReasonUnexpectedSettle)
+		writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
+		return common.Hash{}, false
+	case s.Pending:
+		g.finish(ctx, rec, StatePending, s.Tx.Hex(), s.Reason)
+		g.logger.WarnContext(ctx, "settlement pending", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "tx", s.Tx.Hex())
+		g.settleFailed(w, req, p, s)
+		return common.Hash{}, false
+	case !s.Success:
+		g.logger.WarnContext(ctx, "settlement failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "reason", s.Reason, "message", s.Message, "tx", txOrEmpty(s.Tx))
+		if s.Reason == ReasonNonceUsed || unresolved {
+			// Someone used the nonce first (another replica or request
+			// settling this same payment, or the payer canceling it).
+			if f, ferr := g.find(ctx, req, p, rec); ferr == nil {
+				if f.Verdict == VerdictPaid {
+					return f.Tx, true
+				}
+				if f.Verdict != VerdictUnused {
+					g.refuseFound(ctx, w, req, rec, f, s.Reason, s.Message)
+					return common.Hash{}, false
+				}
+			}
+		}
+		g.finish(ctx, rec, StateFailed, txOrEmpty(s.Tx), s.Reason)
+		g.settleFailed(w, req, p, s)
+		return common.Hash{}, false
+	}
+	if g.audit == nil {
+		return s.Tx, true
+	}
+	// Never trust the facilitator's word: the receipt must show the
+	// token's transfer of this authorization to us.
+	f, err := g.audit.Confirm(ctx, s.Tx, transfer(req, p))
+	if err == nil && f.Verdict == VerdictPaid {
+		return s.Tx, true
+	}
+	g.logger.ErrorContext(ctx, "facilitator reported a settlement the chain does not show", "op", rt.Name, "payer", payer, "nonce", rec.Nonce, "tx", s.Tx.Hex(), "verdict", f.Verdict, "err", err)
+	if f, ferr := g.find(ctx, req, p, rec); ferr == nil && f.Verdict == VerdictPaid {
+		return f.Tx, true // another transaction did pay: its hash is the real one
+	}
+	g.finish(ctx, rec, StatePending, "", ReasonSettlementUnconfirmed)
+	writeJSONError(w, http.StatusBadGateway, ReasonSettlementUnconfirmed, "the facilitator reported a settlement the chain does not show; do not sign a new payment: retry this same request later")
+	return common.Hash{}, false
+}
+
+// find asks the chain about p, when a chain is configured.
+func (g *Gate) find(ctx context.Context, req *Requirement, p *Payment, rec Record) (Finding, error) {
+	if g.audit == nil {
+		return Finding{}, errors.New("no chain to check")
+	}
+	return g.audit.Find(ctx, transfer(req, p), rec.CreatedAt)
+}
+
+// refuseFound records and answers an authorization the chain shows will
+// never pay: canceled, used by a transaction that did not pay us, or
+// expired unused.
+func (g *Gate) refuseFound(ctx context.Context, w http.ResponseWriter, req *Requirement, rec Record, f Finding, reason, message string) {
+	switch f.Verdict {
+	case VerdictCanceled:
+		reason, message = ReasonAuthorizationCanceled, "the payer canceled this authorization on chain (transaction "+f.Tx.Hex()+")"
+	case VerdictMisused:
+		reason, message = ReasonNonceUsed, "the authorization's nonce was used by a transaction that did not pay this resource"
+	case VerdictUnused:
+		reason, message = ReasonValidBefore, "the authorization expired without being used; nothing was paid"
+	}
+	g.resolve(ctx, withOutcome(rec, StateFailed, txOrEmpty(f.Tx), reason))
+	g.challenge(w, req, &VerifyError{Reason: reason, Message: message, Payer: rec.Payer})
 }
 
 // staleAfter is how long a verified claim may go without an outcome before
-// another request may take it over: verify, handler and settle budgets.
-func (g *Gate) staleAfter() time.Duration { return 3*g.cfg.SettleTimeout + time.Minute }
+// another request may take it over: the verify and settle budgets and a
+// minute for the handler. A retry does not wait for it when the chain
+// already tells the outcome (see claimed).
+func (g *Gate) staleAfter() time.Duration { return 2*g.cfg.SettleTimeout + time.Minute }
+
+// expired answers a payment whose authorization our clock says is
+// expired: if the ledger has it, it is answered as a retry of a claimed
+// payment; otherwise it is refused.
+func (g *Gate) expired(w http.ResponseWriter, r *http.Request, rt *route, req *Requirement, p *Payment, why *VerifyError, next http.Handler) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.cfg.SettleTimeout)
+	defer cancel()
+	existing, err := g.ledger.Lookup(ctx, g.record(rt, r, req, p))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		g.challenge(w, req, why)
+	case err != nil:
+		g.logger.ErrorContext(ctx, "ledger lookup failed", "err", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+	case existing.State == StateFailed || existing.State == StateReleased:
+		g.challenge(w, req, why) // never paid, and now too late to
+	default:
+		g.claimed(w, r, req, p, existing, next)
+	}
+}
 
 // claimed answers a payment whose key is already in the ledger and cannot
-// be taken over: a retry of a settled payment, with the very same
-// authorization, for the same resource, within the replay window, gets the
-// stored response again without a second charge; anything else is refused.
-func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, req *Requirement, p *Payment, existing Record, _ http.Handler) {
-	now := time.Now()
+// be taken over.
+//
+// Settled: a retry with the very same authorization for the same resource
+// gets the stored response again without a second charge (within the
+// replay window), or the response it is still owed if none was stored
+// (settled from the chain after its answer was lost); anything else is
+// refused. Unresolved (verified or pending): the chain decides at once —
+// a transfer to us is served, a cancellation or an expiry is refused, an
+// unused authorization still valid is in flight elsewhere.
+func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, req *Requirement, p *Payment, existing Record, next http.Handler) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), g.cfg.SettleTimeout)
+	defer cancel()
+	same := existing.SigHash == sigHash(p) && sameResource(existing.Resource, r.URL.RequestURI())
 	switch {
-	case existing.State == StateSettled && existing.Resource == r.URL.RequestURI() && existing.SigHash == sigHash(p) &&
-		now.Unix() < existing.ValidBefore && now.Sub(existing.UpdatedAt) < replayWindow && existing.Response != nil:
-		setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: existing.Tx, Payer: existing.Payer})
-		paidHeaders(w)
-		if existing.ContentType != "" {
-			w.Header().Set("Content-Type", existing.ContentType)
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(existing.Response)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(existing.Response)
+	case existing.State == StateSettled && same && existing.Response != nil && time.Since(existing.UpdatedAt) < replayWindow:
+		g.deliver(w, req, p, existing.Tx, existing.ContentType, http.StatusOK, existing.Response, nil)
+	case existing.State == StateSettled && same && existing.Response == nil:
+		g.serveOwed(ctx, w, r, req, p, existing, common.HexToHash(existing.Tx), next)
 	case existing.State == StateSettled:
 		g.challenge(w, req, &VerifyError{Reason: ReasonAuthorizationReplayed, Message: "this authorization already paid for " + existing.Resource, Payer: existing.Payer})
+	case (existing.State == StateVerified || existing.State == StatePending) && g.audit != nil:
+		f, err := g.audit.Find(ctx, transfer(req, p), existing.CreatedAt)
+		switch {
+		case err != nil:
+			g.logger.ErrorContext(ctx, "chain lookup failed", "payer", existing.Payer, "nonce", existing.Nonce, "err", err)
+			writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+		case f.Verdict == VerdictPaid && same:
+			g.serveOwed(ctx, w, r, req, p, existing, f.Tx, next)
+		case f.Verdict == VerdictPaid:
+			g.resolve(ctx, withOutcome(existing, StateSettled, f.Tx.Hex(), ""))
+			g.challenge(w, req, &VerifyError{Reason: ReasonAuthorizationReplayed, Message: "this authorization already paid for " + existing.Resource, Payer: existing.Payer})
+		case f.Verdict != VerdictUnused || f.Expired(existing.ValidBefore):
+			g.refuseFound(ctx, w, req, existing, f, "", "")
+		default:
+			g.challenge(w, req, &VerifyError{Reason: ReasonPaymentInFlight, Message: "this payment is being processed by another request; retry this same request in a few seconds", Payer: existing.Payer})
+		}
 	default:
 		g.challenge(w, req, &VerifyError{Reason: ReasonPaymentInFlight, Message: "this payment is already being processed by another request", Payer: existing.Payer})
 	}
 }
 
-// finish records an outcome. It has its own deadline: the request's may
-// be what just ran out, and an outcome left unrecorded blocks the claim.
+// serveOwed answers a payment the chain shows settled (transaction tx)
+// whose response was never delivered: it runs the handler, records the
+// settlement with the response, and delivers it. A failing handler
+// leaves the settlement recorded without a response, still owed.
+func (g *Gate) serveOwed(ctx context.Context, w http.ResponseWriter, r *http.Request, req *Requirement, p *Payment, rec Record, tx common.Hash, next http.Handler) {
+	buf := newBuffer()
+	next.ServeHTTP(buf, r)
+	done := withOutcome(rec, StateSettled, tx.Hex(), "")
+	if buf.status >= http.StatusBadRequest {
+		g.resolve(ctx, done)
+		buf.writeTo(w)
+		return
+	}
+	done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
+	if err := g.ledger.Resolve(ctx, done); err != nil {
+		g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+		writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		return
+	}
+	g.logger.InfoContext(ctx, "settled payment served on retry", "payer", rec.Payer, "nonce", rec.Nonce, "tx", tx.Hex())
+	g.deliver(w, req, p, tx.Hex(), buf.header.Get("Content-Type"), buf.status, buf.body.Bytes(), buf.header)
+}
+
+// deliver writes a paid response with its settlement header.
+func (g *Gate) deliver(w http.ResponseWriter, req *Requirement, p *Payment, tx, contentType string, status int, body []byte, header http.Header) {
+	for k, v := range header {
+		w.Header()[k] = v
+	}
+	setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: tx, Payer: p.Authorization.From.Hex()})
+	paidHeaders(w)
+	if contentType != "" {
+		w.Header().Set("Content-Type", contentType)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// finish records an outcome decided by the claim's holder. It has its
+// own deadline: the request's may be what just ran out, and an outcome
+// left unrecorded blocks the claim.
 func (g *Gate) finish(ctx context.Context, rec Record, state, tx, reason string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -400,9 +658,25 @@ func (g *Gate) finish(ctx context.Context, rec Record, state, tx, reason string)
 	}
 }
 
+// resolve records an outcome the chain established.
+func (g *Gate) resolve(ctx context.Context, rec Record) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := g.ledger.Resolve(ctx, rec); err != nil && !errors.Is(err, ErrLostClaim) {
+		g.logger.ErrorContext(ctx, "ledger resolve failed", "state", rec.State, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
+	}
+}
+
 func withOutcome(rec Record, state, tx, reason string) Record {
 	rec.State, rec.Tx, rec.Reason = state, tx, reason
 	return rec
+}
+
+func txOrEmpty(h common.Hash) string {
+	if h == (common.Hash{}) {
+		return ""
+	}
+	return h.Hex()
 }
 
 // paidHeaders keep a paid answer out of shared caches.
@@ -589,26 +863,68 @@ func (b *buffer) writeTo(w http.ResponseWriter) {
 
 // Counter is one operation's payment counters.
 type Counter struct {
-	Challenges uint64 // 402s sent for a missing payment, since the process started
+	Challenges uint64 // 402s sent for a missing payment: flushed to the ledger, plus those not flushed yet
 	Paid       uint64 // settled payments, from the ledger
 	Amount     string // settled atomic units, from the ledger
 }
 
 // Counters returns the counters of every paid operation.
 func (g *Gate) Counters(ctx context.Context) (map[string]Counter, error) {
-	paid, err := g.ledger.PaidByOperation(ctx)
+	totals, err := g.ledger.Totals(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]Counter{}
 	for _, rt := range g.routes {
-		p := paid[rt.Name]
-		if p.Amount == "" {
-			p.Amount = "0"
+		t := totals[rt.Name]
+		if t.Amount == "" {
+			t.Amount = "0"
 		}
-		out[rt.Name] = Counter{Challenges: rt.challenges.Load(), Paid: p.Count, Amount: p.Amount}
+		out[rt.Name] = Counter{Challenges: t.Challenges + rt.challenges.Load(), Paid: t.Paid, Amount: t.Amount}
 	}
 	return out, nil
+}
+
+// RunCounters flushes the challenge counts to the ledger every interval
+// (one write for all operations, never one per 402) and once more when
+// ctx ends, logging how many challenges were sent since the last flush:
+// 402s are logged at DEBUG one by one, so this count is what INFO shows.
+func (g *Gate) RunCounters(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			g.FlushCounters(fctx)
+			cancel()
+			return
+		case <-t.C:
+			g.FlushCounters(ctx)
+		}
+	}
+}
+
+// FlushCounters writes the challenges counted since the last flush.
+func (g *Gate) FlushCounters(ctx context.Context) {
+	counts := map[string]uint64{}
+	var total uint64
+	for _, rt := range g.routes {
+		if n := rt.challenges.Swap(0); n > 0 {
+			counts[rt.Name], total = n, total+n
+		}
+	}
+	if total == 0 {
+		return
+	}
+	if err := g.ledger.AddChallenges(ctx, counts); err != nil {
+		for _, rt := range g.routes { // counted again at the next flush
+			rt.challenges.Add(counts[rt.Name])
+		}
+		g.logger.WarnContext(ctx, "challenge counts not flushed", "err", err)
+		return
+	}
+	g.logger.InfoContext(ctx, "payment challenges sent", "count", total, "by_operation", counts)
 }
 
 // Decimals returns the asset's decimals, to turn Counter amounts into USD.

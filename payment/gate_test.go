@@ -34,6 +34,7 @@ type world struct {
 	client  *ethclient.Client
 	ledger  *store.SQLite
 	local   *payment.Local
+	audit   *payment.Auditor
 	gate    *payment.Gate
 	srv     *httptest.Server
 	calls   atomic.Int64
@@ -45,6 +46,21 @@ type world struct {
 
 func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
 	t.Helper()
+	return newWorldWith(t, worldOptions{facilitator: f})
+}
+
+// worldOptions change a world's parts: the facilitator and the ledger
+// wrapped around the real ones, the gate's clock and its logger.
+type worldOptions struct {
+	facilitator func(*payment.Local) payment.Facilitator
+	ledger      func(*store.SQLite) payment.Ledger
+	now         func() time.Time
+	logger      *slog.Logger
+}
+
+func newWorldWith(t testing.TB, o worldOptions) *world {
+	t.Helper()
+	f := o.facilitator
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -77,17 +93,31 @@ func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
 		fac = f(local)
 	}
 	w := &world{chain: chain, client: client, ledger: ledger, local: local, payTo: chain.Account(devnet.PayToAccount).Address}
+	audit := payment.DefaultAuditConfig()
+	audit.ReceiptWait = 3 * time.Second
+	if w.audit, err = payment.NewAuditor(audit, client); err != nil {
+		t.Fatal(err)
+	}
 	w.status.Store(200)
 	_, w.token, _ = devnet.TokenArtifact()
+	var gateLedger payment.Ledger = ledger
+	if o.ledger != nil {
+		gateLedger = o.ledger(ledger)
+	}
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	gate, err := payment.NewGate(payment.GateConfig{
 		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
 		Asset: chain.Token, AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, Decimals: devnet.TokenDecimals,
-		PayTo: w.payTo, MaxTimeout: 300, SettleTimeout: 2 * time.Second,
+		PayTo: w.payTo, MaxTimeout: 300, SettleTimeout: 2 * time.Second, Now: o.now,
 	}, []payment.Route{
 		{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }},
 		{Name: "rugcheck", Pattern: "GET /rugcheck/{addr}", PriceUSD: "0.10", Description: "rug check",
 			Valid: func(r *http.Request) bool { return common.IsHexAddress(r.PathValue("addr")) }},
-	}, fac, ledger, slog.New(slog.DiscardHandler))
+		{Name: "lanes", Pattern: "GET /lanes", PriceUSD: "0.05", Description: "lanes", Valid: func(*http.Request) bool { return true }},
+	}, fac, gateLedger, w.audit, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

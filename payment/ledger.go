@@ -9,9 +9,9 @@ import (
 // States of a payment in the ledger.
 const (
 	StateVerified = "verified" // claimed: verified, handler running or settling
-	StateSettled  = "settled"  // transfer mined
-	StatePending  = "pending"  // transfer sent, receipt not seen in time
-	StateFailed   = "failed"   // settlement refused or reverted; the nonce is unused
+	StateSettled  = "settled"  // transfer mined and confirmed on chain, with its real transaction hash
+	StatePending  = "pending"  // outcome unknown: sent without a receipt in time, or the answer was lost
+	StateFailed   = "failed"   // nothing was paid: refused, reverted, canceled or expired unused
 	StateReleased = "released" // handler failed, nothing settled; the payment may be retried
 )
 
@@ -25,6 +25,7 @@ type Record struct {
 	Operation   string
 	Resource    string // the request path, e.g. /rugcheck/0x...
 	Amount      string // atomic units
+	PayTo       string // the recipient the authorization pays
 	Version     int    // x402 version
 	ValidBefore int64  // Unix seconds
 	State       string
@@ -48,14 +49,17 @@ type Record struct {
 	PrevTx    string
 }
 
-// Paid is the settled total of one operation.
-type Paid struct {
-	Count  uint64
-	Amount string // atomic units, decimal
+// Totals are one operation's durable counters.
+type Totals struct {
+	Paid       uint64 // settled payments
+	Amount     string // settled atomic units, decimal
+	Challenges uint64 // 402s sent for a missing payment, as flushed
 }
 
 // Ledger errors.
 var (
+	// ErrNotFound means the ledger has no record of the payment.
+	ErrNotFound = errors.New("payment: no such payment")
 	// ErrClaimed means the payment's key is already in the ledger in a
 	// state that forbids a new claim; the existing record comes with it.
 	ErrClaimed = errors.New("payment: authorization already claimed")
@@ -66,6 +70,11 @@ var (
 
 // Ledger stores payments durably. The gate declares it; *store.SQLite
 // implements it (and a PostgreSQL store with the same SQL can).
+//
+// Two kinds of writes: Finish records what a request holding the claim
+// decided (guarded by its claim id), Resolve records what the chain
+// established (a confirmed settlement, a cancellation, an expiry), which is
+// a fact whoever holds the claim.
 type Ledger interface {
 	// Claim inserts rec in StateVerified under rec.ClaimID, or takes over a
 	// key left released, failed or pending, or verified but last updated
@@ -75,8 +84,21 @@ type Ledger interface {
 	// the replicas.
 	Claim(ctx context.Context, rec Record, staleBefore time.Time) (Record, error)
 	// Finish moves a key to its outcome, only while rec.ClaimID holds it
-	// and it is not settled; otherwise it returns ErrLostClaim.
+	// and it is not settled; otherwise it returns ErrLostClaim. A settled
+	// outcome is recorded as Resolve records it.
 	Finish(ctx context.Context, rec Record) error
-	// PaidByOperation returns the settled payments per operation.
-	PaidByOperation(ctx context.Context) (map[string]Paid, error)
+	// Resolve records an outcome established on chain, whatever claim
+	// holds the key: StateSettled (with the real transaction hash; idempotent
+	// for the same hash, and it keeps the first stored response, filling
+	// one in if none is stored yet; the totals count it once) from any
+	// unsettled state, or StateFailed from verified or pending only. Else
+	// ErrLostClaim.
+	Resolve(ctx context.Context, rec Record) error
+	// Lookup returns the record of rec's key, or ErrNotFound.
+	Lookup(ctx context.Context, rec Record) (Record, error)
+	// Totals returns the counters of every operation that has any.
+	Totals(ctx context.Context) (map[string]Totals, error)
+	// AddChallenges adds to the operations' challenge counts, in one
+	// write.
+	AddChallenges(ctx context.Context, counts map[string]uint64) error
 }

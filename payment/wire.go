@@ -105,15 +105,19 @@ type wirePayload struct {
 	Scheme      string            `json:"scheme"`   // v1
 	Network     string            `json:"network"`  // v1
 	Accepted    *RequirementsV2   `json:"accepted"` // v2
+	Resource    *ResourceV2       `json:"resource"` // v2, optional
 	Payload     *wireExactPayload `json:"payload"`
 }
 
 // Payment is a decoded payment, whichever protocol version carried it.
 type Payment struct {
-	Version       int
-	Scheme        string
-	Network       string // as sent: "base" (v1) or "eip155:8453" (v2)
-	Accepted      *RequirementsV2
+	Version  int
+	Scheme   string
+	Network  string // as sent: "base" (v1) or "eip155:8453" (v2)
+	Accepted *RequirementsV2
+	// Resource is the v2 payload's resource (copied by clients from the
+	// PAYMENT-REQUIRED they were answered), or nil when it names none.
+	Resource      *ResourceV2
 	Authorization Authorization
 	Signature     []byte
 	// Raw is the decoded PaymentPayload JSON, passed on to a remote facilitator.
@@ -156,6 +160,9 @@ func DecodePayload(raw []byte, version int) (*Payment, error) {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is missing"}
 	}
 	p := &Payment{Version: version, Scheme: w.Scheme, Network: w.Network, Accepted: w.Accepted, Raw: raw}
+	if version == 2 {
+		p.Resource = w.Resource
+	}
 	var err error
 	if version == 2 {
 		if w.Accepted == nil {

@@ -58,10 +58,14 @@ type PaymentTerms struct {
 }
 
 // Counters is what /metrics reads: per paid operation, the 402s sent and
-// the settled payments (exact, from the ledger). *payment.Gate provides
-// it through cmd's adapter.
+// the settled payments (exact, from the ledger), and the payments whose
+// settlement is unresolved. *payment.Gate and the ledger provide them
+// through cmd's adapter.
 type Counters interface {
 	Counters(ctx context.Context) (map[string]OpCounters, error)
+	// Unresolved counts the payments still verified or pending and says
+	// when the oldest was first seen (zero when none is).
+	Unresolved(ctx context.Context) (count int, oldest time.Time, err error)
 }
 
 // OpCounters are one operation's counters.
@@ -192,8 +196,11 @@ func (d *Discovery) GetX402Discovery(context.Context, *tollgatev1.GetX402Discove
 }
 
 // GetMetrics implements tollgatev1.DiscoveryServiceServer: per paid
-// endpoint and in total, challenges (402s sent since the process started),
-// paid (settled, from the ledger), conversion and revenue.
+// endpoint and in total, challenges (402s sent for a missing payment),
+// paid (settled, from the ledger), conversion (the share of priced
+// requests that were paid, paid / (paid + challenges), so never above 1
+// whether or not payers asked for a 402 first) and revenue; and the
+// payments whose settlement is unresolved.
 func (d *Discovery) GetMetrics(ctx context.Context, _ *tollgatev1.GetMetricsRequest) (*tollgatev1.GetMetricsResponse, error) {
 	counts := map[string]OpCounters{}
 	if d.counters != nil {
@@ -202,7 +209,18 @@ func (d *Discovery) GetMetrics(ctx context.Context, _ *tollgatev1.GetMetricsRequ
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	resp := &tollgatev1.GetMetricsResponse{AsOf: time.Now().UTC().Format(time.RFC3339)}
+	now := time.Now()
+	resp := &tollgatev1.GetMetricsResponse{AsOf: now.UTC().Format(time.RFC3339), Settlements: &tollgatev1.SettlementCounters{}}
+	if d.counters != nil {
+		n, oldest, err := d.counters.Unresolved(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		resp.Settlements.Unresolved = uint32(min(n, 1<<32-1))
+		if n > 0 && !oldest.IsZero() {
+			resp.Settlements.OldestUnresolvedAgeSeconds = wrapperspb.UInt32(uint32(min(max(now.Sub(oldest), 0)/time.Second, 1<<32-1)))
+		}
+	}
 	var total OpCounters
 	revenue := new(big.Rat)
 	for _, op := range d.cat.Paid() {
@@ -227,8 +245,8 @@ func endpointCounters(name string, c OpCounters) *tollgatev1.EndpointCounters {
 	out := &tollgatev1.EndpointCounters{
 		Name: name, Challenges: uint32(min(c.Challenges, 1<<32-1)), Paid: uint32(min(c.Paid, 1<<32-1)), RevenueUsd: revenue,
 	}
-	if c.Challenges > 0 {
-		out.Conversion = wrapperspb.Double(float64(c.Paid) / float64(c.Challenges))
+	if n := c.Paid + c.Challenges; n > 0 {
+		out.Conversion = wrapperspb.Double(float64(c.Paid) / float64(n))
 	}
 	return out
 }

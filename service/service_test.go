@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -217,3 +218,57 @@ func TestDemosCoverEveryPaidRecord(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// fixedCounters serves /metrics fixed counters.
+type fixedCounters struct {
+	ops        map[string]OpCounters
+	unresolved int
+	oldest     time.Time
+}
+
+func (f fixedCounters) Counters(context.Context) (map[string]OpCounters, error) { return f.ops, nil }
+func (f fixedCounters) Unresolved(context.Context) (int, time.Time, error) {
+	return f.unresolved, f.oldest, nil
+}
+
+// TestMetricsConversion: conversion is the share of priced requests that
+// were paid, never above 1, even when payers paid without a 402 first;
+// unresolved settlements are counted with the age of the oldest.
+func TestMetricsConversion(t *testing.T) {
+	t.Parallel()
+	cat, _ := catalog.Load()
+	d, err := NewDiscovery(DiscoveryConfig{PublicURL: "https://api.example.com", Version: "v1"}, cat, fixedCounters{
+		ops: map[string]OpCounters{
+			"regime":  {Challenges: 0, Paid: 7, RevenueUSD: "0.35"}, // paid without ever asking for a 402
+			"candles": {Challenges: 3, Paid: 1, RevenueUSD: "0.02"},
+		},
+		unresolved: 2, oldest: time.Now().Add(-90 * time.Second),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.GetMetrics(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*tollgatev1.EndpointCounters{}
+	for _, e := range m.GetEndpoints() {
+		got[e.GetName()] = e
+	}
+	if c := got["regime"].GetConversion(); c == nil || c.GetValue() != 1 {
+		t.Errorf("regime conversion %v, want 1", c)
+	}
+	if c := got["candles"].GetConversion(); c == nil || c.GetValue() != 0.25 {
+		t.Errorf("candles conversion %v, want 0.25", c)
+	}
+	if got["whales"].GetConversion() != nil {
+		t.Errorf("whales conversion %v, want null before any call", got["whales"].GetConversion())
+	}
+	if c := m.GetTotals().GetConversion().GetValue(); c != 8.0/11 || m.GetTotals().GetRevenueUsd() != "0.37" {
+		t.Errorf("totals %v", m.GetTotals())
+	}
+	s := m.GetSettlements()
+	if s.GetUnresolved() != 2 || s.GetOldestUnresolvedAgeSeconds() == nil || s.GetOldestUnresolvedAgeSeconds().GetValue() < 89 {
+		t.Errorf("settlements %v", s)
+	}
+}

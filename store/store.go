@@ -7,13 +7,16 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
@@ -22,42 +25,93 @@ import (
 	"github.com/tollgate/tollgate/service/lanes"
 )
 
-// schema creates the tables; every statement is idempotent.
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS payments (
-		network      TEXT    NOT NULL,
-		asset        TEXT    NOT NULL,
-		payer        TEXT    NOT NULL,
-		nonce        TEXT    NOT NULL,
-		operation    TEXT    NOT NULL,
-		resource     TEXT    NOT NULL,
-		amount       TEXT    NOT NULL,
-		version      INTEGER NOT NULL,
-		valid_before BIGINT  NOT NULL,
-		state        TEXT    NOT NULL,
-		tx           TEXT    NOT NULL DEFAULT '',
-		reason       TEXT    NOT NULL DEFAULT '',
-		claim_id     TEXT    NOT NULL,
-		sig_hash     TEXT    NOT NULL,
-		response     BLOB,
-		content_type TEXT    NOT NULL DEFAULT '',
-		created_at   TEXT    NOT NULL,
-		updated_at   TEXT    NOT NULL,
-		PRIMARY KEY (network, asset, payer, nonce)
-	)`,
-	`CREATE INDEX IF NOT EXISTS payments_state ON payments (state, operation)`,
-	`CREATE TABLE IF NOT EXISTS paid_totals (
+// migrations are applied in order, each once, recorded in
+// schema_migrations. The first is the schema as it stood before versions
+// were recorded (idempotent statements, so a database of that time takes
+// it as a no-op); every later one is new.
+var migrations = [][]string{
+	1: {
+		`CREATE TABLE IF NOT EXISTS payments (
+			network      TEXT    NOT NULL,
+			asset        TEXT    NOT NULL,
+			payer        TEXT    NOT NULL,
+			nonce        TEXT    NOT NULL,
+			operation    TEXT    NOT NULL,
+			resource     TEXT    NOT NULL,
+			amount       TEXT    NOT NULL,
+			version      INTEGER NOT NULL,
+			valid_before BIGINT  NOT NULL,
+			state        TEXT    NOT NULL,
+			tx           TEXT    NOT NULL DEFAULT '',
+			reason       TEXT    NOT NULL DEFAULT '',
+			claim_id     TEXT    NOT NULL,
+			sig_hash     TEXT    NOT NULL,
+			response     BLOB,
+			content_type TEXT    NOT NULL DEFAULT '',
+			created_at   TEXT    NOT NULL,
+			updated_at   TEXT    NOT NULL,
+			PRIMARY KEY (network, asset, payer, nonce)
+		)`,
+		`CREATE INDEX IF NOT EXISTS payments_state ON payments (state, operation)`,
+		`CREATE TABLE IF NOT EXISTS paid_totals (
+			operation TEXT PRIMARY KEY,
+			count     BIGINT NOT NULL,
+			amount    TEXT   NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS lane_closes (
+			id          TEXT PRIMARY KEY,
+			lane        TEXT NOT NULL,
+			closed_at   TEXT NOT NULL,
+			imported_at TEXT NOT NULL
+		)`,
+		`CREATE INDEX IF NOT EXISTS lane_closes_lane ON lane_closes (lane, closed_at)`,
+	},
+	// The recipient, so that a payment is checked on chain against the
+	// payTo it was made to, whatever --pay-to says today.
+	2: {`ALTER TABLE payments ADD COLUMN pay_to TEXT NOT NULL DEFAULT ''`},
+	// 402 challenges per operation, flushed in batches by the gate.
+	3: {`CREATE TABLE challenge_counts (
 		operation TEXT PRIMARY KEY,
-		count     BIGINT NOT NULL,
-		amount    TEXT   NOT NULL
-	)`,
-	`CREATE TABLE IF NOT EXISTS lane_closes (
-		id          TEXT PRIMARY KEY,
-		lane        TEXT NOT NULL,
-		closed_at   TEXT NOT NULL,
-		imported_at TEXT NOT NULL
-	)`,
-	`CREATE INDEX IF NOT EXISTS lane_closes_lane ON lane_closes (lane, closed_at)`,
+		count     BIGINT NOT NULL
+	)`},
+}
+
+// migrate applies the migrations the database has not recorded, each in
+// its own transaction.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return err
+	}
+	for v := 1; v < len(migrations); v++ {
+		err := func() error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = $1`, v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			for _, stmt := range migrations[v] {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
+				v, time.Now().UTC().Format(timeFormat)); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
+		if err != nil {
+			return fmt.Errorf("store: migration %d: %w", v, err)
+		}
+	}
+	return nil
 }
 
 // timeFormat is fixed-width, so stored times compare as strings.
@@ -82,11 +136,9 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serializes writes anyway
-	for _, stmt := range schema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("store: schema: %w", err)
-		}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return &SQLite{db: db}, nil
 }
@@ -94,15 +146,17 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 // Close closes the database.
 func (s *SQLite) Close() error { return s.db.Close() }
 
-const selectPayment = `SELECT network, asset, payer, nonce, operation, resource, amount, version, valid_before,
+const selectPayment = `SELECT network, asset, payer, nonce, operation, resource, amount, pay_to, version, valid_before,
 	state, tx, reason, claim_id, sig_hash, response, content_type, created_at, updated_at FROM payments`
+
+const whereKey = ` WHERE network = $1 AND asset = $2 AND payer = $3 AND nonce = $4`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRecord(row scanner) (payment.Record, error) {
 	var r payment.Record
 	var created, updated string
-	err := row.Scan(&r.Network, &r.Asset, &r.Payer, &r.Nonce, &r.Operation, &r.Resource, &r.Amount, &r.Version,
+	err := row.Scan(&r.Network, &r.Asset, &r.Payer, &r.Nonce, &r.Operation, &r.Resource, &r.Amount, &r.PayTo, &r.Version,
 		&r.ValidBefore, &r.State, &r.Tx, &r.Reason, &r.ClaimID, &r.SigHash, &r.Response, &r.ContentType, &created, &updated)
 	r.CreatedAt, _ = time.Parse(timeFormat, created)
 	r.UpdatedAt, _ = time.Parse(timeFormat, updated)
@@ -118,22 +172,21 @@ func (s *SQLite) Claim(ctx context.Context, rec payment.Record, staleBefore time
 	}
 	defer tx.Rollback()
 	now := time.Now().UTC()
-	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+` WHERE network = $1 AND asset = $2 AND payer = $3 AND nonce = $4`,
-		rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, `INSERT INTO payments (network, asset, payer, nonce, operation, resource, amount, version,
+		_, err = tx.ExecContext(ctx, `INSERT INTO payments (network, asset, payer, nonce, operation, resource, amount, pay_to, version,
 			valid_before, state, claim_id, sig_hash, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-			rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.Version,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+			rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version,
 			rec.ValidBefore, payment.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
 	case err != nil:
 	case takeable(existing, staleBefore):
-		rec.PrevState, rec.PrevTx = existing.State, existing.Tx
-		_, err = tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, version = $4,
-			valid_before = $5, state = $6, claim_id = $7, sig_hash = $8, reason = '', updated_at = $9
-			WHERE network = $10 AND asset = $11 AND payer = $12 AND nonce = $13`,
-			rec.Operation, rec.Resource, rec.Amount, rec.Version, rec.ValidBefore, payment.StateVerified, rec.ClaimID,
+		rec.PrevState, rec.PrevTx, rec.CreatedAt = existing.State, existing.Tx, existing.CreatedAt
+		_, err = tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, pay_to = $4, version = $5,
+			valid_before = $6, state = $7, claim_id = $8, sig_hash = $9, reason = '', updated_at = $10
+			WHERE network = $11 AND asset = $12 AND payer = $13 AND nonce = $14`,
+			rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version, rec.ValidBefore, payment.StateVerified, rec.ClaimID,
 			rec.SigHash, now.Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
 	default:
 		return existing, payment.ErrClaimed
@@ -144,7 +197,10 @@ func (s *SQLite) Claim(ctx context.Context, rec payment.Record, staleBefore time
 	if err := tx.Commit(); err != nil {
 		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
-	rec.State, rec.CreatedAt, rec.UpdatedAt = payment.StateVerified, now, now
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = now
+	}
+	rec.State, rec.UpdatedAt = payment.StateVerified, now
 	return rec, nil
 }
 
@@ -158,15 +214,12 @@ func takeable(r payment.Record, staleBefore time.Time) bool {
 	return false
 }
 
-// Finish implements payment.Ledger. Settling also adds to the running
-// totals, in the same transaction.
+// Finish implements payment.Ledger.
 func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: finish: %w", err)
+	if rec.State == payment.StateSettled {
+		return s.Resolve(ctx, rec)
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
+	res, err := s.db.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
 		WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10 AND claim_id = $11 AND state <> $12`,
 		rec.State, rec.Tx, rec.Reason, rec.Response, rec.ContentType, time.Now().UTC().Format(timeFormat),
 		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.ClaimID, payment.StateSettled)
@@ -176,56 +229,128 @@ func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
 	if n, _ := res.RowsAffected(); n != 1 {
 		return payment.ErrLostClaim
 	}
-	if rec.State == payment.StateSettled {
-		var count int64
-		var amount string
-		err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`, rec.Operation).Scan(&count, &amount)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: totals: %w", err)
+	return nil
+}
+
+// Resolve implements payment.Ledger. A settlement adds to the running
+// totals in the same transaction, once.
+func (s *SQLite) Resolve(ctx context.Context, rec payment.Record) error {
+	switch rec.State {
+	case payment.StateSettled:
+		if !isTxHash(rec.Tx) {
+			return fmt.Errorf("store: settled payment with transaction %q: a settlement needs its real transaction hash", rec.Tx)
 		}
-		sum, ok := new(big.Int).SetString(orZero(amount), 10)
-		add, ok2 := new(big.Int).SetString(rec.Amount, 10)
-		if !ok || !ok2 {
-			return fmt.Errorf("store: amount %q is not an integer", rec.Amount)
+	case payment.StateFailed:
+	default:
+		return fmt.Errorf("store: resolve to %q: only settled or failed", rec.State)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: resolve: %w", err)
+	}
+	defer tx.Rollback()
+	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return payment.ErrLostClaim
+	case err != nil:
+		return fmt.Errorf("store: resolve: %w", err)
+	}
+	now := time.Now().UTC().Format(timeFormat)
+	switch {
+	case existing.State == payment.StateSettled && rec.State == payment.StateSettled:
+		if !strings.EqualFold(existing.Tx, rec.Tx) {
+			return fmt.Errorf("store: payment already settled by %s, not %s", existing.Tx, rec.Tx)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, $2, $3)
-			ON CONFLICT (operation) DO UPDATE SET count = excluded.count, amount = excluded.amount`,
-			rec.Operation, count+1, sum.Add(sum, add).String()); err != nil {
-			return fmt.Errorf("store: totals: %w", err)
+		if existing.Response != nil || rec.Response == nil {
+			return nil // recorded already
 		}
+		_, err = tx.ExecContext(ctx, `UPDATE payments SET response = $1, content_type = $2, updated_at = $3
+			WHERE network = $4 AND asset = $5 AND payer = $6 AND nonce = $7`,
+			rec.Response, rec.ContentType, now, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
+	case existing.State == payment.StateSettled:
+		return payment.ErrLostClaim
+	case rec.State == payment.StateFailed && existing.State != payment.StateVerified && existing.State != payment.StatePending:
+		return payment.ErrLostClaim
+	default:
+		response, contentType := rec.Response, rec.ContentType
+		if response == nil {
+			response, contentType = existing.Response, existing.ContentType
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
+			WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10`,
+			rec.State, rec.Tx, rec.Reason, response, contentType, now, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
+		if err == nil && rec.State == payment.StateSettled {
+			err = addPaid(ctx, tx, existing.Operation, existing.Amount)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store: resolve: %w", err)
 	}
 	return tx.Commit()
 }
 
-func orZero(s string) string {
-	if s == "" {
-		return "0"
+// addPaid adds one settled payment of amount to operation's totals.
+func addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) error {
+	var count int64
+	var sum string
+	err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`, operation).Scan(&count, &sum)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("totals: %w", err)
 	}
-	return s
+	total, ok := new(big.Int).SetString(orZero(sum), 10)
+	add, ok2 := new(big.Int).SetString(amount, 10)
+	if !ok || !ok2 {
+		return fmt.Errorf("amount %q is not an integer", amount)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, $2, $3)
+		ON CONFLICT (operation) DO UPDATE SET count = excluded.count, amount = excluded.amount`,
+		operation, count+1, total.Add(total, add).String())
+	return err
 }
 
-// PaidByOperation implements payment.Ledger from the running totals.
-func (s *SQLite) PaidByOperation(ctx context.Context) (map[string]payment.Paid, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT operation, count, amount FROM paid_totals`)
+// isTxHash reports a 0x-prefixed 32-byte hash that is not all zeros.
+func isTxHash(s string) bool {
+	if len(s) != 66 || !strings.HasPrefix(s, "0x") {
+		return false
+	}
+	b, err := hex.DecodeString(s[2:])
+	return err == nil && !bytes.Equal(b, make([]byte, 32))
+}
+
+// Lookup implements payment.Ledger.
+func (s *SQLite) Lookup(ctx context.Context, rec payment.Record) (payment.Record, error) {
+	r, err := scanRecord(s.db.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, payment.ErrNotFound
+	}
+	return r, err
+}
+
+// Unresolved returns up to limit payments still verified or pending and
+// last updated before before, oldest first: the reconciler's work.
+func (s *SQLite) Unresolved(ctx context.Context, before time.Time, limit int) ([]payment.Record, error) {
+	return s.query(ctx, selectPayment+` WHERE state IN ($1, $2) AND updated_at < $3 ORDER BY created_at LIMIT $4`,
+		payment.StateVerified, payment.StatePending, before.UTC().Format(timeFormat), limit)
+}
+
+// UnresolvedSummary counts the payments still verified or pending and
+// returns when the oldest of them was first seen (zero when none is).
+func (s *SQLite) UnresolvedSummary(ctx context.Context) (count int, oldest time.Time, err error) {
+	var first sql.NullString
+	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM payments WHERE state IN ($1, $2)`,
+		payment.StateVerified, payment.StatePending).Scan(&count, &first)
 	if err != nil {
-		return nil, err
+		return 0, time.Time{}, fmt.Errorf("store: unresolved: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]payment.Paid{}
-	for rows.Next() {
-		var op, amount string
-		var count int64
-		if err := rows.Scan(&op, &count, &amount); err != nil {
-			return nil, err
-		}
-		out[op] = payment.Paid{Count: uint64(count), Amount: amount}
+	if first.Valid {
+		oldest, _ = time.Parse(timeFormat, first.String)
 	}
-	return out, rows.Err()
+	return count, oldest, nil
 }
 
-// Payments returns every payment record, oldest first (tests, tooling).
-func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
-	rows, err := s.db.QueryContext(ctx, selectPayment+` ORDER BY created_at`)
+func (s *SQLite) query(ctx context.Context, q string, args ...any) ([]payment.Record, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +364,100 @@ func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// Totals implements payment.Ledger from the running totals.
+func (s *SQLite) Totals(ctx context.Context) (map[string]payment.Totals, error) {
+	out := map[string]payment.Totals{}
+	rows, err := s.db.QueryContext(ctx, `SELECT operation, count, amount FROM paid_totals`)
+	if err != nil {
+		return nil, fmt.Errorf("store: totals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var op, amount string
+		var count int64
+		if err := rows.Scan(&op, &count, &amount); err != nil {
+			return nil, fmt.Errorf("store: totals: %w", err)
+		}
+		out[op] = payment.Totals{Paid: uint64(count), Amount: amount}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: totals: %w", err)
+	}
+	crows, err := s.db.QueryContext(ctx, `SELECT operation, count FROM challenge_counts`)
+	if err != nil {
+		return nil, fmt.Errorf("store: challenges: %w", err)
+	}
+	defer crows.Close()
+	for crows.Next() {
+		var op string
+		var count int64
+		if err := crows.Scan(&op, &count); err != nil {
+			return nil, fmt.Errorf("store: challenges: %w", err)
+		}
+		t := out[op]
+		t.Challenges = uint64(count)
+		out[op] = t
+	}
+	return out, crows.Err()
+}
+
+// AddChallenges implements payment.Ledger.
+func (s *SQLite) AddChallenges(ctx context.Context, counts map[string]uint64) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: challenges: %w", err)
+	}
+	defer tx.Rollback()
+	for op, n := range counts {
+		if n == 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO challenge_counts (operation, count) VALUES ($1, $2)
+			ON CONFLICT (operation) DO UPDATE SET count = challenge_counts.count + excluded.count`, op, int64(n)); err != nil {
+			return fmt.Errorf("store: challenges: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Payments returns every payment record, oldest first (tests, tooling).
+func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
+	return s.query(ctx, selectPayment+` ORDER BY created_at`)
+}
+
+// Filter selects payments for an operator's listing; zero fields match
+// everything.
+type Filter struct {
+	State string    // one state, e.g. "settled"
+	Since time.Time // first seen at or after
+	Payer string    // payer address, any case
+}
+
+// List returns the payments matching f, oldest first.
+func (s *SQLite) List(ctx context.Context, f Filter) ([]payment.Record, error) {
+	q, args := selectPayment+` WHERE 1 = 1`, []any{}
+	if f.State != "" {
+		args = append(args, f.State)
+		q += fmt.Sprintf(` AND state = $%d`, len(args))
+	}
+	if !f.Since.IsZero() {
+		args = append(args, f.Since.UTC().Format(timeFormat))
+		q += fmt.Sprintf(` AND created_at >= $%d`, len(args))
+	}
+	if f.Payer != "" {
+		args = append(args, strings.ToLower(f.Payer))
+		q += fmt.Sprintf(` AND LOWER(payer) = $%d`, len(args))
+	}
+	return s.query(ctx, q+` ORDER BY created_at`, args...)
 }
 
 // ImportCloses stores closes in one transaction, idempotently by id: a

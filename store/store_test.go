@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +19,15 @@ import (
 
 var claims atomic.Int64
 
+// Transaction hashes of settlements.
+const (
+	txA = "0x00000000000000000000000000000000000000000000000000000000000000aa"
+	txB = "0x00000000000000000000000000000000000000000000000000000000000000bb"
+)
+
 func rec(nonce string) payment.Record {
 	return payment.Record{Network: "eip155:8453", Asset: "0xA", Payer: "0xP", Nonce: nonce, Operation: "regime",
-		Resource: "/regime", Amount: "50000", Version: 2, ValidBefore: time.Now().Add(time.Hour).Unix(),
+		Resource: "/regime", Amount: "50000", PayTo: "0xPayTo", Version: 2, ValidBefore: time.Now().Add(time.Hour).Unix(),
 		ClaimID: fmt.Sprint("claim-", claims.Add(1)), SigHash: "0xsig"}
 }
 
@@ -61,7 +70,7 @@ func TestLedger(t *testing.T) {
 		t.Fatalf("stale claim not taken over: %+v %v", stale, err)
 	}
 	r = stale
-	r.State, r.Tx, r.Response, r.ContentType = payment.StateSettled, "0xabc", []byte(`{"ok":true}`), "application/json"
+	r.State, r.Tx, r.Response, r.ContentType = payment.StateSettled, txA, []byte(`{"ok":true}`), "application/json"
 	if err := l.Finish(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +79,7 @@ func TestLedger(t *testing.T) {
 	}
 	for _, staleBefore := range []time.Time{past, time.Now().Add(time.Hour)} {
 		got, err := l.Claim(ctx, rec("0x01"), staleBefore)
-		if !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateSettled || got.Tx != "0xabc" || got.Resource != "/regime" ||
+		if !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateSettled || got.Tx != txA || got.Resource != "/regime" ||
 			string(got.Response) != `{"ok":true}` || got.SigHash != "0xsig" {
 			t.Fatalf("claim of a settled payment: %+v %v", got, err)
 		}
@@ -85,15 +94,24 @@ func TestLedger(t *testing.T) {
 		t.Errorf("finish of an unknown payment: %v", err)
 	}
 
-	// Durable: reopened, the ledger still holds everything.
+	if err := l.AddChallenges(ctx, map[string]uint64{"regime": 3, "whales": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddChallenges(ctx, map[string]uint64{"regime": 2, "lanes": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Durable: reopened, the ledger still holds everything, challenge
+	// counts included.
 	l.Close()
 	l, err = store.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	paid, err := l.PaidByOperation(ctx)
-	if err != nil || paid["regime"].Count != 1 || paid["regime"].Amount != "50000" {
+	paid, err := l.Totals(ctx)
+	if err != nil || paid["regime"].Paid != 1 || paid["regime"].Amount != "50000" || paid["regime"].Challenges != 5 ||
+		paid["lanes"].Challenges != 1 || paid["lanes"].Paid != 0 {
 		t.Fatalf("paid after reopen: %+v %v", paid, err)
 	}
 }
@@ -139,13 +157,13 @@ func TestPaidSumsExactly(t *testing.T) {
 		if _, err := l.Claim(ctx, r, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		r.State = payment.StateSettled
+		r.State, r.Tx = payment.StateSettled, fmt.Sprintf("0x%064x", i+1)
 		if err := l.Finish(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	paid, _ := l.PaidByOperation(ctx)
-	if paid["regime"].Count != 3 || paid["regime"].Amount != "100000000000000250000" {
+	paid, _ := l.Totals(ctx)
+	if paid["regime"].Paid != 3 || paid["regime"].Amount != "100000000000000250000" {
 		t.Errorf("paid %+v", paid["regime"])
 	}
 }
@@ -188,4 +206,176 @@ func TestLaneTape(t *testing.T) {
 	if len(ls) != 2 || ls[0] != want[0] || ls[1] != want[1] {
 		t.Errorf("lanes %+v, want %+v (the conflicting import stored nothing)", ls, want)
 	}
+}
+
+// TestResolve: outcomes established on chain are recorded whoever holds
+// the claim: a settlement once (idempotent, totals counted once, the
+// first response kept, a missing one filled in), never with a zero or
+// missing hash; a failure only over an unresolved record.
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := store.OpenSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	past := time.Now().Add(-time.Hour)
+	held, err := l.Claim(ctx, rec("0x21"), past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := held
+	other.ClaimID = "someone else"
+	zero := "0x" + strings.Repeat("0", 64)
+	for _, tx := range []string{"", zero, "0x1234"} {
+		if err := l.Resolve(ctx, withTx(withState(other, payment.StateSettled), tx)); err == nil {
+			t.Errorf("settled with transaction %q", tx)
+		}
+	}
+	settled := withTx(withState(other, payment.StateSettled), txA)
+	if err := l.Resolve(ctx, settled); err != nil {
+		t.Fatalf("a settlement by a request not holding the claim: %v", err)
+	}
+	owed := settled
+	owed.Response, owed.ContentType = []byte(`{"late":true}`), "application/json"
+	for range 2 {
+		if err := l.Resolve(ctx, owed); err != nil {
+			t.Fatalf("the same settlement again, with the owed response: %v", err)
+		}
+	}
+	if err := l.Finish(ctx, withTx(withState(held, payment.StateSettled), txA)); err != nil {
+		t.Fatalf("the claim holder's own record of the same settlement: %v", err)
+	}
+	if err := l.Resolve(ctx, withTx(withState(other, payment.StateSettled), txB)); err == nil {
+		t.Error("a second transaction settled one authorization")
+	}
+	if err := l.Resolve(ctx, withState(other, payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+		t.Errorf("a settled payment was failed: %v", err)
+	}
+	got, err := l.Lookup(ctx, rec("0x21"))
+	if err != nil || got.State != payment.StateSettled || got.Tx != txA || string(got.Response) != `{"late":true}` {
+		t.Fatalf("lookup %+v %v", got, err)
+	}
+	if paid, _ := l.Totals(ctx); paid["regime"].Paid != 1 {
+		t.Errorf("paid %+v: a settlement counted more than once", paid)
+	}
+	if _, err := l.Lookup(ctx, rec("0x22")); !errors.Is(err, payment.ErrNotFound) {
+		t.Errorf("lookup of an unknown payment: %v", err)
+	}
+
+	// Failures from the chain apply to unresolved records only.
+	pending, _ := l.Claim(ctx, rec("0x23"), past)
+	if err := l.Finish(ctx, withTx(withState(pending, payment.StatePending), txB)); err != nil {
+		t.Fatal(err)
+	}
+	canceled := withState(other, payment.StateFailed)
+	canceled.Nonce, canceled.Reason = "0x23", payment.ReasonAuthorizationCanceled
+	if err := l.Resolve(ctx, canceled); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resolve(ctx, canceled); !errors.Is(err, payment.ErrLostClaim) {
+		t.Errorf("a failed payment failed again: %v", err)
+	}
+	released, _ := l.Claim(ctx, rec("0x24"), past)
+	if err := l.Finish(ctx, withState(released, payment.StateReleased)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resolve(ctx, withState(withNonce(other, "0x24"), payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+		t.Errorf("a released payment was failed from the chain: %v", err)
+	}
+}
+
+// TestUnresolved lists verified and pending payments older than a bound,
+// oldest first, and summarizes them.
+func TestUnresolved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := store.OpenSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	past := time.Now().Add(-time.Hour)
+	states := map[string]string{"0x31": payment.StateVerified, "0x32": payment.StatePending, "0x33": payment.StateFailed,
+		"0x34": payment.StateReleased, "0x35": payment.StateSettled}
+	for _, nonce := range []string{"0x31", "0x32", "0x33", "0x34", "0x35"} {
+		r, err := l.Claim(ctx, rec(nonce), past)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state := states[nonce]; state != payment.StateVerified {
+			if err := l.Finish(ctx, withTx(withState(r, state), txA)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := l.Unresolved(ctx, time.Now().Add(time.Second), 10)
+	if err != nil || len(got) != 2 || got[0].Nonce != "0x31" || got[1].Nonce != "0x32" || got[0].PayTo != "0xPayTo" {
+		t.Fatalf("unresolved %+v %v", got, err)
+	}
+	if got, _ := l.Unresolved(ctx, time.Now().Add(-time.Minute), 10); len(got) != 0 {
+		t.Errorf("unresolved before a minute ago: %+v", got)
+	}
+	n, oldest, err := l.UnresolvedSummary(ctx)
+	if err != nil || n != 2 || time.Since(oldest) > time.Minute {
+		t.Errorf("summary %d %v %v", n, oldest, err)
+	}
+	for _, f := range []struct {
+		filter store.Filter
+		want   int
+	}{{store.Filter{}, 5}, {store.Filter{State: payment.StateSettled}, 1}, {store.Filter{Payer: "0XP"}, 5},
+		{store.Filter{Payer: "0xQ"}, 0}, {store.Filter{Since: time.Now().Add(time.Minute)}, 0}} {
+		if got, err := l.List(ctx, f.filter); err != nil || len(got) != f.want {
+			t.Errorf("list %+v: %d rows, want %d (%v)", f.filter, len(got), f.want, err)
+		}
+	}
+}
+
+// TestMigratesOldLedger: a database written before schema versions were
+// recorded opens, keeps its rows and gains the new columns and tables.
+func TestMigratesOldLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "tollgate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE payments (network TEXT NOT NULL, asset TEXT NOT NULL, payer TEXT NOT NULL, nonce TEXT NOT NULL,
+			operation TEXT NOT NULL, resource TEXT NOT NULL, amount TEXT NOT NULL, version INTEGER NOT NULL,
+			valid_before BIGINT NOT NULL, state TEXT NOT NULL, tx TEXT NOT NULL DEFAULT '', reason TEXT NOT NULL DEFAULT '',
+			claim_id TEXT NOT NULL, sig_hash TEXT NOT NULL, response BLOB, content_type TEXT NOT NULL DEFAULT '',
+			created_at TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (network, asset, payer, nonce))`,
+		`CREATE TABLE paid_totals (operation TEXT PRIMARY KEY, count BIGINT NOT NULL, amount TEXT NOT NULL)`,
+		`INSERT INTO payments VALUES ('eip155:8453', '0xA', '0xP', '0x41', 'regime', '/regime', '50000', 2, 0, 'pending', '', '',
+			'c', 's', NULL, '', '2026-11-01T00:00:00.000000000Z', '2026-11-01T00:00:00.000000000Z')`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	for range 2 { // and a second open applies nothing twice
+		l, err := store.OpenSQLite(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Lookup(ctx, rec("0x41"))
+		if err != nil || got.State != payment.StatePending || got.PayTo != "" {
+			t.Fatalf("old row: %+v %v", got, err)
+		}
+		l.Close()
+	}
+}
+
+func withTx(r payment.Record, tx string) payment.Record {
+	r.Tx = tx
+	return r
+}
+
+func withNonce(r payment.Record, nonce string) payment.Record {
+	r.Nonce = nonce
+	return r
 }

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -114,10 +115,20 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	cleanups = append(cleanups, pay.close)
-	gate, err := payment.NewGate(pay.gateConfig, gateway.PaidRoutes(cat), pay.facilitator, ledger, logger)
+	gate, err := payment.NewGate(pay.gateConfig, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
 	if err != nil {
 		return err
 	}
+	rc := payment.DefaultReconcilerConfig()
+	rc.PayTo = pay.gateConfig.PayTo
+	reconciler, err := payment.NewReconciler(rc, ledger, pay.audit, logger.With("component", "reconciler"))
+	if err != nil {
+		return err
+	}
+	go reconciler.Run(ctx)
+	countersDone := make(chan struct{})
+	cleanups = append(cleanups, func() { <-countersDone }) // the last flush is written before the ledger closes
+	go func() { gate.RunCounters(ctx, 10*time.Second); close(countersDone) }()
 	rpcClient, err := rpc.DialContext(ctx, pay.rpcURL)
 	if err != nil {
 		return fmt.Errorf("chain rpc: %w", err)
@@ -157,7 +168,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		Mode:            pay.mode,
 		Terms:           pay.terms,
 		DevnetContracts: pay.scenario,
-	}, cat, gateCounters{gate})
+	}, cat, gateCounters{gate: gate, ledger: ledger})
 	if err != nil {
 		return err
 	}
@@ -261,6 +272,7 @@ type payments struct {
 	dex         *devnet.Dex // devnet only: the exchange the whale scan follows
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
+	audit       *payment.Auditor // reads settlements back from the chain
 	terms       *service.PaymentTerms
 	banner      string
 	close       func()
@@ -321,6 +333,11 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		p.close()
 		return nil, fmt.Errorf("chain rpc %s: chain id %v (%v); want %d (Base)", rpcURL, id, err, baseChainID)
 	}
+	if p.audit, err = payment.NewAuditor(payment.DefaultAuditConfig(), client); err != nil {
+		p.close()
+		return nil, err
+	}
+	logger.Info("settlements are confirmed on chain before a paid body is released", "chain_rpc", redactURL(rpcURL))
 	facilitatorName := "self-hosted"
 	switch {
 	case cfg.Facilitator != "":
@@ -358,6 +375,16 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	return p, nil
 }
 
+// redactURL keeps the scheme and host of a URL: RPC providers put API
+// keys in paths and queries, which do not belong in logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsed URL)"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
 // facilitatorKey reads the gas key from TOLLGATE_FACILITATOR_KEY or the
 // key file. It is never logged.
 func facilitatorKey(cfg *config) (string, error) {
@@ -374,8 +401,16 @@ func facilitatorKey(cfg *config) (string, error) {
 	return "", nil
 }
 
-// gateCounters adapts the gate's counters (atomic units) to /metrics (USD).
-type gateCounters struct{ gate *payment.Gate }
+// gateCounters adapts the gate's counters (atomic units) and the
+// ledger's unresolved payments to /metrics (USD).
+type gateCounters struct {
+	gate   *payment.Gate
+	ledger *store.SQLite
+}
+
+func (g gateCounters) Unresolved(ctx context.Context) (int, time.Time, error) {
+	return g.ledger.UnresolvedSummary(ctx)
+}
 
 func (g gateCounters) Counters(ctx context.Context) (map[string]service.OpCounters, error) {
 	cs, err := g.gate.Counters(ctx)

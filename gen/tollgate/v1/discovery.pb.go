@@ -1681,7 +1681,9 @@ type GetMetricsResponse struct {
 	AsOf   string            `protobuf:"bytes,1,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
 	Totals *EndpointCounters `protobuf:"bytes,2,opt,name=totals,proto3" json:"totals,omitempty"`
 	// One entry per paid operation.
-	Endpoints     []*EndpointCounters `protobuf:"bytes,3,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	Endpoints []*EndpointCounters `protobuf:"bytes,3,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	// Payments whose settlement is not resolved yet.
+	Settlements   *SettlementCounters `protobuf:"bytes,4,opt,name=settlements,proto3" json:"settlements,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1737,16 +1739,80 @@ func (x *GetMetricsResponse) GetEndpoints() []*EndpointCounters {
 	return nil
 }
 
+func (x *GetMetricsResponse) GetSettlements() *SettlementCounters {
+	if x != nil {
+		return x.Settlements
+	}
+	return nil
+}
+
+// Payments the ledger still holds as verified or pending: their outcome on
+// chain is not established yet (the reconciler resolves them).
+type SettlementCounters struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many.
+	Unresolved uint32 `protobuf:"varint,1,opt,name=unresolved,proto3" json:"unresolved,omitempty"`
+	// Seconds since the oldest of them was first seen, or null when none is.
+	OldestUnresolvedAgeSeconds *wrapperspb.UInt32Value `protobuf:"bytes,2,opt,name=oldest_unresolved_age_seconds,json=oldestUnresolvedAgeSeconds,proto3" json:"oldest_unresolved_age_seconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
+}
+
+func (x *SettlementCounters) Reset() {
+	*x = SettlementCounters{}
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettlementCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettlementCounters) ProtoMessage() {}
+
+func (x *SettlementCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettlementCounters.ProtoReflect.Descriptor instead.
+func (*SettlementCounters) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SettlementCounters) GetUnresolved() uint32 {
+	if x != nil {
+		return x.Unresolved
+	}
+	return 0
+}
+
+func (x *SettlementCounters) GetOldestUnresolvedAgeSeconds() *wrapperspb.UInt32Value {
+	if x != nil {
+		return x.OldestUnresolvedAgeSeconds
+	}
+	return nil
+}
+
 // Counters of one endpoint, or of all.
 type EndpointCounters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Operation name, or "total".
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// 402 challenges sent.
+	// 402 challenges sent for a missing payment (kept across restarts).
 	Challenges uint32 `protobuf:"varint,2,opt,name=challenges,proto3" json:"challenges,omitempty"`
 	// Paid calls settled.
 	Paid uint32 `protobuf:"varint,3,opt,name=paid,proto3" json:"paid,omitempty"`
-	// paid / challenges, or null before the first challenge.
+	// Share of the priced requests that were paid: paid / (paid +
+	// challenges), between 0 and 1, or null before the first of either.
 	Conversion *wrapperspb.DoubleValue `protobuf:"bytes,4,opt,name=conversion,proto3" json:"conversion,omitempty"`
 	// Settled revenue in USD, exact decimal.
 	RevenueUsd    string `protobuf:"bytes,5,opt,name=revenue_usd,json=revenueUsd,proto3" json:"revenue_usd,omitempty"`
@@ -1756,7 +1822,7 @@ type EndpointCounters struct {
 
 func (x *EndpointCounters) Reset() {
 	*x = EndpointCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1834,7 @@ func (x *EndpointCounters) String() string {
 func (*EndpointCounters) ProtoMessage() {}
 
 func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1847,7 @@ func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointCounters.ProtoReflect.Descriptor instead.
 func (*EndpointCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EndpointCounters) GetName() string {
@@ -1840,7 +1906,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1918,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1931,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Error) GetError() string {
@@ -1919,7 +1985,7 @@ type PaymentRequired struct {
 
 func (x *PaymentRequired) Reset() {
 	*x = PaymentRequired{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +1997,7 @@ func (x *PaymentRequired) String() string {
 func (*PaymentRequired) ProtoMessage() {}
 
 func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +2010,7 @@ func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequired.ProtoReflect.Descriptor instead.
 func (*PaymentRequired) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaymentRequired) GetX402Version() int32 {
@@ -2002,7 +2068,7 @@ type PaymentRequirements struct {
 
 func (x *PaymentRequirements) Reset() {
 	*x = PaymentRequirements{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2080,7 @@ func (x *PaymentRequirements) String() string {
 func (*PaymentRequirements) ProtoMessage() {}
 
 func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2093,7 @@ func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequirements.ProtoReflect.Descriptor instead.
 func (*PaymentRequirements) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaymentRequirements) GetScheme() string {
@@ -2118,7 +2184,7 @@ type PaymentExtra struct {
 
 func (x *PaymentExtra) Reset() {
 	*x = PaymentExtra{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2196,7 @@ func (x *PaymentExtra) String() string {
 func (*PaymentExtra) ProtoMessage() {}
 
 func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2209,7 @@ func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentExtra.ProtoReflect.Descriptor instead.
 func (*PaymentExtra) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaymentExtra) GetName() string {
@@ -2296,11 +2362,17 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\anetwork\x18\x04 \x01(\tR\anetwork\x12\x1b\n" +
 	"\tmime_type\x18\x05 \x01(\tR\bmimeType\x12 \n" +
 	"\vdescription\x18\x06 \x01(\tR\vdescription\"\x13\n" +
-	"\x11GetMetricsRequest\"\xae\x01\n" +
+	"\x11GetMetricsRequest\"\xf1\x01\n" +
 	"\x12GetMetricsResponse\x12$\n" +
 	"\x05as_of\x18\x01 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x125\n" +
 	"\x06totals\x18\x02 \x01(\v2\x1d.tollgate.v1.EndpointCountersR\x06totals\x12;\n" +
-	"\tendpoints\x18\x03 \x03(\v2\x1d.tollgate.v1.EndpointCountersR\tendpoints\"\xb9\x01\n" +
+	"\tendpoints\x18\x03 \x03(\v2\x1d.tollgate.v1.EndpointCountersR\tendpoints\x12A\n" +
+	"\vsettlements\x18\x04 \x01(\v2\x1f.tollgate.v1.SettlementCountersR\vsettlements\"\x95\x01\n" +
+	"\x12SettlementCounters\x12\x1e\n" +
+	"\n" +
+	"unresolved\x18\x01 \x01(\rR\n" +
+	"unresolved\x12_\n" +
+	"\x1doldest_unresolved_age_seconds\x18\x02 \x01(\v2\x1c.google.protobuf.UInt32ValueR\x1aoldestUnresolvedAgeSeconds\"\xb9\x01\n" +
 	"\x10EndpointCounters\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -2379,7 +2451,7 @@ func file_tollgate_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_discovery_proto_rawDescData
 }
 
-var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetIndexRequest)(nil),          // 0: tollgate.v1.GetIndexRequest
 	(*GetIndexResponse)(nil),         // 1: tollgate.v1.GetIndexResponse
@@ -2404,23 +2476,25 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*X402Resource)(nil),             // 20: tollgate.v1.X402Resource
 	(*GetMetricsRequest)(nil),        // 21: tollgate.v1.GetMetricsRequest
 	(*GetMetricsResponse)(nil),       // 22: tollgate.v1.GetMetricsResponse
-	(*EndpointCounters)(nil),         // 23: tollgate.v1.EndpointCounters
-	(*Error)(nil),                    // 24: tollgate.v1.Error
-	(*PaymentRequired)(nil),          // 25: tollgate.v1.PaymentRequired
-	(*PaymentRequirements)(nil),      // 26: tollgate.v1.PaymentRequirements
-	(*PaymentExtra)(nil),             // 27: tollgate.v1.PaymentExtra
-	(*httpbody.HttpBody)(nil),        // 28: google.api.HttpBody
-	(*GetCandlesResponse)(nil),       // 29: tollgate.v1.GetCandlesResponse
-	(*GetRugCheckResponse)(nil),      // 30: tollgate.v1.GetRugCheckResponse
-	(*GetWhalesResponse)(nil),        // 31: tollgate.v1.GetWhalesResponse
-	(*GetSignalResponse)(nil),        // 32: tollgate.v1.GetSignalResponse
-	(*GetSignalPackResponse)(nil),    // 33: tollgate.v1.GetSignalPackResponse
-	(*GetTokenResponse)(nil),         // 34: tollgate.v1.GetTokenResponse
-	(*GetRegimeResponse)(nil),        // 35: tollgate.v1.GetRegimeResponse
-	(*GetLanesResponse)(nil),         // 36: tollgate.v1.GetLanesResponse
-	(*GetForecastResponse)(nil),      // 37: tollgate.v1.GetForecastResponse
-	(*wrapperspb.DoubleValue)(nil),   // 38: google.protobuf.DoubleValue
-	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
+	(*SettlementCounters)(nil),       // 23: tollgate.v1.SettlementCounters
+	(*EndpointCounters)(nil),         // 24: tollgate.v1.EndpointCounters
+	(*Error)(nil),                    // 25: tollgate.v1.Error
+	(*PaymentRequired)(nil),          // 26: tollgate.v1.PaymentRequired
+	(*PaymentRequirements)(nil),      // 27: tollgate.v1.PaymentRequirements
+	(*PaymentExtra)(nil),             // 28: tollgate.v1.PaymentExtra
+	(*httpbody.HttpBody)(nil),        // 29: google.api.HttpBody
+	(*GetCandlesResponse)(nil),       // 30: tollgate.v1.GetCandlesResponse
+	(*GetRugCheckResponse)(nil),      // 31: tollgate.v1.GetRugCheckResponse
+	(*GetWhalesResponse)(nil),        // 32: tollgate.v1.GetWhalesResponse
+	(*GetSignalResponse)(nil),        // 33: tollgate.v1.GetSignalResponse
+	(*GetSignalPackResponse)(nil),    // 34: tollgate.v1.GetSignalPackResponse
+	(*GetTokenResponse)(nil),         // 35: tollgate.v1.GetTokenResponse
+	(*GetRegimeResponse)(nil),        // 36: tollgate.v1.GetRegimeResponse
+	(*GetLanesResponse)(nil),         // 37: tollgate.v1.GetLanesResponse
+	(*GetForecastResponse)(nil),      // 38: tollgate.v1.GetForecastResponse
+	(*wrapperspb.UInt32Value)(nil),   // 39: google.protobuf.UInt32Value
+	(*wrapperspb.DoubleValue)(nil),   // 40: google.protobuf.DoubleValue
+	(*structpb.Struct)(nil),          // 41: google.protobuf.Struct
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
 	9,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
@@ -2429,45 +2503,47 @@ var file_tollgate_v1_discovery_proto_depIdxs = []int32{
 	7,  // 3: tollgate.v1.GetProjectResponse.terms:type_name -> tollgate.v1.PaymentTerms
 	6,  // 4: tollgate.v1.GetProjectResponse.devnet_contracts:type_name -> tollgate.v1.DevnetContract
 	10, // 5: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
-	28, // 6: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
-	28, // 7: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
-	29, // 8: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
-	30, // 9: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
-	31, // 10: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
-	32, // 11: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
-	33, // 12: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
-	34, // 13: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
-	35, // 14: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
-	36, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
-	37, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
+	29, // 6: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
+	29, // 7: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
+	30, // 8: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
+	31, // 9: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
+	32, // 10: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
+	33, // 11: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
+	34, // 12: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
+	35, // 13: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
+	36, // 14: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
+	37, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
+	38, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
 	20, // 17: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	23, // 18: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	23, // 19: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	38, // 20: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	26, // 21: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	39, // 22: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	27, // 23: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 24: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 25: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 26: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	12, // 27: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	14, // 28: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	16, // 29: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	18, // 30: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	21, // 31: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 32: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 33: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 34: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	13, // 35: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	15, // 36: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	17, // 37: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	19, // 38: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	22, // 39: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	32, // [32:40] is the sub-list for method output_type
-	24, // [24:32] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	24, // 18: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	24, // 19: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	23, // 20: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
+	39, // 21: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
+	40, // 22: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	27, // 23: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	41, // 24: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	28, // 25: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 26: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 27: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 28: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	12, // 29: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	14, // 30: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	16, // 31: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	18, // 32: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	21, // 33: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 34: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 35: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 36: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	13, // 37: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	15, // 38: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	17, // 39: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	19, // 40: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	22, // 41: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	34, // [34:42] is the sub-list for method output_type
+	26, // [26:34] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
@@ -2489,16 +2565,16 @@ func file_tollgate_v1_discovery_proto_init() {
 		(*GetDemoResponse_Lanes)(nil),
 		(*GetDemoResponse_Forecast)(nil),
 	}
-	file_tollgate_v1_discovery_proto_msgTypes[24].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[25].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[26].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_discovery_proto_rawDesc), len(file_tollgate_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
