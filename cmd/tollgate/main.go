@@ -42,6 +42,9 @@ Usage:
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
   tollgate lanes import FILE
                            store trade-tape closes from JSONL or CSV (all or nothing; idempotent by id)
+  tollgate ledger list|export|reconcile
+                           the payments ledger: list (filters --state, --since, --payer), export as CSV,
+                           reconcile unresolved settlements against the chain once (--chain-rpc)
   tollgate backtest [--product ETH-USD]
                            score the embedded forecaster against the random walk on the candle feed
   tollgate --help          show this help
@@ -89,6 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return facilitator(ctx, args[1:], getenv, stderr)
 	case "lanes":
 		return lanesCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "ledger":
+		return ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "backtest":
 		return backtest(ctx, args[1:], getenv, stdout, stderr)
 	default:

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/store"
+)
+
+const ledgerUsage = `usage:
+  tollgate ledger list      [--data-dir DIR] [--state S] [--since T] [--payer 0x...]
+  tollgate ledger export    [--data-dir DIR] [--state S] [--since T] [--payer 0x...]   (CSV on stdout)
+  tollgate ledger reconcile [--data-dir DIR] --chain-rpc URL [--pay-to 0x...]
+T is an RFC 3339 time or a duration back from now (24h); S is verified, pending, settled, failed or released.`
+
+// ledgerCmd runs `tollgate ledger list|export|reconcile`: the operator's
+// view of the money, without SQL.
+func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(ledgerUsage)
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("ledger "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", orDefault(getenv("TOLLGATE_DATA_DIR"), "data"), "directory of the store (the same as serve's)")
+	var filter store.Filter
+	var since string
+	var chainRPC, payTo *string
+	switch sub {
+	case "list", "export":
+		fs.StringVar(&filter.State, "state", "", "only payments in this state")
+		fs.StringVar(&since, "since", "", "only payments first seen since this RFC 3339 time, or this long ago (e.g. 24h)")
+		fs.StringVar(&filter.Payer, "payer", "", "only this payer's payments")
+	case "reconcile":
+		chainRPC = fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of the chain the payments were made on (devnet: the running serve's --devnet-rpc, e.g. http://127.0.0.1:8545)")
+		payTo = fs.String("pay-to", getenv("TOLLGATE_PAY_TO"), "recipient of payments recorded before the ledger kept one per payment")
+	default:
+		return fmt.Errorf("ledger: unknown command %q\n%s", sub, ledgerUsage)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("ledger %s: unexpected arguments %q", sub, fs.Args())
+	}
+	var err error
+	if filter.Since, err = parseSince(since, time.Now()); err != nil {
+		return err
+	}
+	if err := checkState(filter.State); err != nil {
+		return err
+	}
+	if filter.Payer != "" && !common.IsHexAddress(filter.Payer) {
+		return fmt.Errorf("--payer %q is not an address", filter.Payer)
+	}
+	db, err := store.OpenSQLite(ctx, *dataDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch sub {
+	case "list":
+		recs, err := db.List(ctx, filter)
+		if err != nil {
+			return err
+		}
+		return writeList(stdout, recs)
+	case "export":
+		recs, err := db.List(ctx, filter)
+		if err != nil {
+			return err
+		}
+		return writeCSV(stdout, recs)
+	default:
+		return reconcileOnce(ctx, db, *chainRPC, *payTo, stdout, stderr)
+	}
+}
+
+// parseSince reads --since: empty, an RFC 3339 time, or a duration before
+// now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time (2026-11-01T00:00:00Z) or a duration (24h)", s)
+}
+
+func checkState(s string) error {
+	switch s {
+	case "", payment.StateVerified, payment.StatePending, payment.StateSettled, payment.StateFailed, payment.StateReleased:
+		return nil
+	}
+	return fmt.Errorf("--state %q: want verified, pending, settled, failed or released", s)
+}
+
+// writeList prints payments as an aligned table, with a total of the
+// settled ones.
+func writeList(w io.Writer, recs []payment.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tOPERATION\tPAYER\tAMOUNT\tSTATE\tTX\tREASON")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.Operation, r.Payer, r.Amount,
+			r.State, orDash(r.Tx), orDash(r.Reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	settled, sum := 0, new(big.Int)
+	for _, r := range recs {
+		if n, ok := new(big.Int).SetString(r.Amount, 10); ok && r.State == payment.StateSettled {
+			settled++
+			sum.Add(sum, n)
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d payments, %d settled for %s atomic units\n", len(recs), settled, sum)
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// writeCSV writes payments as CSV: the six columns an operator matches to
+// the chain (time, operation, payer, amount in atomic units, tx, state),
+// then reason, asset, nonce and resource.
+func writeCSV(w io.Writer, recs []payment.Record) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource"})
+	for _, r := range recs {
+		_ = cw.Write([]string{r.CreatedAt.UTC().Format(time.RFC3339), r.Operation, r.Payer, r.Amount, r.Tx, r.State,
+			r.Reason, r.Asset, r.Nonce, r.Resource})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// reconcileOnce runs the reconciler once over the data dir's ledger
+// against the chain at rpcURL and prints what it resolved.
+func reconcileOnce(ctx context.Context, db *store.SQLite, rpcURL, payTo string, stdout, stderr io.Writer) error {
+	if rpcURL == "" {
+		return errors.New("ledger reconcile: --chain-rpc (or TOLLGATE_CHAIN_RPC) is required")
+	}
+	if payTo != "" && !common.IsHexAddress(payTo) {
+		return fmt.Errorf("--pay-to %q is not an address", payTo)
+	}
+	client, err := ethclient.DialContext(ctx, rpcURL)
+	if err != nil {
+		return fmt.Errorf("chain rpc: %w", err)
+	}
+	defer client.Close()
+	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
+		return fmt.Errorf("chain rpc %s: chain id %v (%v); want %d (Base)", redactURL(rpcURL), id, err, baseChainID)
+	}
+	audit, err := payment.NewAuditor(payment.DefaultAuditConfig(), client)
+	if err != nil {
+		return err
+	}
+	rc := payment.DefaultReconcilerConfig()
+	rc.MinAge, rc.Batch = 0, 10_000
+	if payTo != "" {
+		rc.PayTo = common.HexToAddress(payTo)
+	}
+	r, err := payment.NewReconciler(rc, db, audit, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	if err != nil {
+		return err
+	}
+	resolved, err := r.Once(ctx)
+	for _, res := range resolved {
+		fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(res.State), res.Operation, res.Payer, res.Nonce,
+			res.Amount, orDash(res.Tx), orDash(res.Reason))
+	}
+	n, oldest, serr := db.UnresolvedSummary(ctx)
+	if serr != nil {
+		return serr
+	}
+	fmt.Fprintf(stdout, "%d resolved; %d still unresolved", len(resolved), n)
+	if n > 0 {
+		fmt.Fprintf(stdout, " (oldest first seen %s ago)", time.Since(oldest).Round(time.Second))
+	}
+	fmt.Fprintln(stdout)
+	if err != nil {
+		return fmt.Errorf("ledger reconcile: some payments could not be checked: %w", err)
+	}
+	return nil
+}
