@@ -526,18 +526,22 @@ func (g *Gate) find(ctx context.Context, req *Requirement, p *Payment, rec Recor
 }
 
 // refuseFound records and answers an authorization the chain shows will
-// never pay: canceled, used by a transaction that did not pay us, or
-// expired unused.
+// not pay: canceled, used by a transaction that did not pay us, or unused
+// (refused for reason, or expired when reason is empty).
 func (g *Gate) refuseFound(ctx context.Context, w http.ResponseWriter, req *Requirement, rec Record, f Finding, reason, message string) {
-	switch f.Verdict {
-	case VerdictCanceled:
+	recorded := reason
+	switch {
+	case f.Verdict == VerdictCanceled:
 		reason, message = ReasonAuthorizationCanceled, "the payer canceled this authorization on chain (transaction "+f.Tx.Hex()+")"
-	case VerdictMisused:
+		recorded = reason
+	case f.Verdict == VerdictMisused:
 		reason, message = ReasonNonceUsed, "the authorization's nonce was used by a transaction that did not pay this resource"
-	case VerdictUnused:
+		recorded = reason
+	case reason == "":
 		reason, message = ReasonValidBefore, "the authorization expired without being used; nothing was paid"
+		recorded = ReasonExpiredUnused
 	}
-	g.resolve(ctx, withOutcome(rec, StateFailed, txOrEmpty(f.Tx), reason))
+	g.resolve(ctx, withOutcome(rec, StateFailed, txOrEmpty(f.Tx), recorded))
 	g.challenge(w, req, &VerifyError{Reason: reason, Message: message, Payer: rec.Payer})
 }
 
