@@ -120,11 +120,7 @@ func TestLedger(t *testing.T) {
 func TestLedgerConcurrentClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := store.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openStore(t)
 	var wins atomic.Int64
 	var wg sync.WaitGroup
 	for range 20 {
@@ -146,11 +142,7 @@ func TestLedgerConcurrentClaims(t *testing.T) {
 func TestPaidSumsExactly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := store.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openStore(t)
 	for i, amount := range []string{"99999999999999999999", "1", "250000"} {
 		r := rec(fmt.Sprintf("0x1%d", i))
 		r.Amount = amount
@@ -178,11 +170,7 @@ func withState(r payment.Record, state string) payment.Record {
 func TestLaneTape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := store.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t)
 	at := func(h int) time.Time { return time.Date(2026, 11, 1, h, 0, 0, 0, time.UTC) }
 	first := []lanes.Close{{ID: "a", Lane: "eth", ClosedAt: at(1)}, {ID: "b", Lane: "eth", ClosedAt: at(3)}, {ID: "c", Lane: "btc", ClosedAt: at(2)}}
 	if ls, err := s.Lanes(ctx); err != nil || len(ls) != 0 {
@@ -215,11 +203,7 @@ func TestLaneTape(t *testing.T) {
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := store.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openStore(t)
 	past := time.Now().Add(-time.Hour)
 	held, err := l.Claim(ctx, rec("0x21"), past)
 	if err != nil {
@@ -291,11 +275,7 @@ func TestResolve(t *testing.T) {
 func TestUnresolved(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := store.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openStore(t)
 	past := time.Now().Add(-time.Hour)
 	states := map[string]string{"0x31": payment.StateVerified, "0x32": payment.StatePending, "0x33": payment.StateFailed,
 		"0x34": payment.StateReleased, "0x35": payment.StateSettled}
@@ -378,4 +358,15 @@ func withTx(r payment.Record, tx string) payment.Record {
 func withNonce(r payment.Record, nonce string) payment.Record {
 	r.Nonce = nonce
 	return r
+}
+
+// openStore opens a store in a fresh directory, closed when the test ends.
+func openStore(t *testing.T) *store.SQLite {
+	t.Helper()
+	s, err := store.OpenSQLite(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
