@@ -1,13 +1,3 @@
-// Package devnet runs Tollgate's embedded development chain: go-ethereum's
-// simulated backend with chain id 8453 (Base's), a block for every
-// transaction as it arrives, a standard Ethereum JSON-RPC endpoint, the
-// devnet USD token (FiatToken-compatible EIP-3009, "USD Coin" version "2",
-// 6 decimals) deployed, and the ten well-known test accounts funded with
-// ETH and 1,000 USD each.
-//
-// Production code never imports devnet: the facilitator and the chain
-// readers reach it through its JSON-RPC endpoint like any node. Only cmd
-// (devnet mode) and tests start it.
 package devnet
 
 import (
@@ -24,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -33,10 +24,10 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/eth"
-	"github.com/ethereum/go-ethereum/eth/catalyst"
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
 	"github.com/ethereum/go-ethereum/eth/filters"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/event"
 	"github.com/ethereum/go-ethereum/node"
 	"github.com/ethereum/go-ethereum/p2p"
 	"github.com/ethereum/go-ethereum/params"
@@ -101,14 +92,17 @@ type Account struct {
 // Chain is a running devnet.
 type Chain struct {
 	node     *node.Node
-	beacon   *catalyst.SimulatedBeacon
-	client   *ethclient.Client
+	eth      *eth.Ethereum
+	client   *ethclient.Client // in process, for setup and Transact
 	rpc      *rpc.Server
-	mu       sync.Mutex // serializes block production
 	srv      *http.Server
 	url      string
+	wake     chan struct{} // a transaction became pending; see clock
+	txs      event.Subscription
+	sendMu   sync.Mutex // Transact: one nonce at a time
+	sealErr  atomic.Pointer[error]
 	stop     chan struct{}
-	done     chan struct{}
+	wg       sync.WaitGroup // clock and forward
 	Token    common.Address
 	Accounts []Account
 	// Scenario holds the rug-check scenario contracts, in deployment order.
@@ -118,9 +112,10 @@ type Chain struct {
 }
 
 // Start runs a devnet whose JSON-RPC endpoint serves on lis, and returns
-// once the token is deployed and every account funded.
+// once the token is deployed, every account funded and the scripted
+// history laid down, with a head no later than the wall clock.
 func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
-	c := &Chain{stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Chain{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
 	alloc := types.GenesisAlloc{}
 	ethFunds := new(big.Int).Mul(big.NewInt(10_000), big.NewInt(params.Ether))
 	for i := range uint32(accounts + traderAccounts) {
@@ -132,34 +127,52 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 		c.Accounts = append(c.Accounts, a)
 		alloc[a.Address] = types.Account{Balance: ethFunds}
 	}
-	if err := c.startNode(alloc); err != nil {
+	if err := c.startNode(alloc, uint64(time.Now().Add(-historyLead).Unix())); err != nil {
 		return nil, fmt.Errorf("devnet: %w", err)
 	}
-	if err := c.deployToken(ctx); err != nil {
+	if err := c.setup(ctx); err != nil {
 		c.closeNode()
-		return nil, fmt.Errorf("devnet: deploy token: %w", err)
+		return nil, fmt.Errorf("devnet: %w", err)
 	}
-	if err := c.deployScenario(ctx); err != nil {
-		c.closeNode()
-		return nil, fmt.Errorf("devnet: deploy scenario: %w", err)
-	}
-	if err := c.dexHistory(ctx); err != nil {
-		c.closeNode()
-		return nil, fmt.Errorf("devnet: trading history: %w", err)
-	}
+	events := make(chan core.NewTxsEvent)
+	c.txs = c.eth.TxPool().SubscribeTransactions(events, false)
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); c.forward(events, c.txs.Err()) }()
+	go func() { defer c.wg.Done(); c.clock() }()
 	c.url = "http://" + lis.Addr().String()
 	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = c.srv.Serve(lis) }()
-	go c.heartbeat()
 	return c, nil
 }
 
+// setup deploys and funds the token, the scenario and the DEX history in
+// blocks a second apart after the hour-old genesis, then seals an empty
+// block at the wall clock so that the head is current.
+func (c *Chain) setup(ctx context.Context) error {
+	if err := c.deployToken(ctx); err != nil {
+		return fmt.Errorf("deploy token: %w", err)
+	}
+	if err := c.deployScenario(ctx); err != nil {
+		return fmt.Errorf("deploy scenario: %w", err)
+	}
+	if err := c.dexHistory(ctx); err != nil {
+		return fmt.Errorf("trading history: %w", err)
+	}
+	now := uint64(time.Now().Unix())
+	if now <= c.eth.BlockChain().CurrentBlock().Time {
+		return nil // a history longer than historyLead reached the present
+	}
+	_, err := c.seal(now, true)
+	return err
+}
+
 // startNode assembles what go-ethereum's ethclient/simulated backend
-// assembles (an in-memory node, the eth service with every fork active,
-// the filter API and the simulated beacon that seals blocks on demand),
-// keeping the node so its JSON-RPC handler can be served, and with chain
-// id 8453 (the shared dev chain config is copied, never mutated).
-func (c *Chain) startNode(alloc types.GenesisAlloc) error {
+// assembles (an in-memory node, the eth service with every fork active and
+// the filter API), keeping the node so its JSON-RPC handler can be served,
+// with chain id 8453 (the shared dev chain config is copied, never
+// mutated) and a genesis block stamped genesisTime. Blocks are sealed by
+// seal, not by a simulated beacon.
+func (c *Chain) startNode(alloc types.GenesisAlloc, genesisTime uint64) error {
 	nodeConf := node.DefaultConfig
 	nodeConf.DataDir = ""
 	nodeConf.P2P = p2p.Config{NoDiscovery: true}
@@ -170,7 +183,7 @@ func (c *Chain) startNode(alloc types.GenesisAlloc) error {
 	chainCfg := *params.AllDevChainProtocolChanges
 	chainCfg.ChainID = big.NewInt(ChainID)
 	ethConf := ethconfig.Defaults
-	ethConf.Genesis = &core.Genesis{Config: &chainCfg, GasLimit: ethconfig.Defaults.Miner.GasCeil, Alloc: genesisAlloc}
+	ethConf.Genesis = &core.Genesis{Config: &chainCfg, GasLimit: ethconfig.Defaults.Miner.GasCeil, Alloc: genesisAlloc, Timestamp: genesisTime}
 	ethConf.NetworkId = ChainID
 	ethConf.SyncMode = ethconfig.FullSync
 	ethConf.TxPool.NoLocals = true
@@ -189,26 +202,18 @@ func (c *Chain) startNode(alloc types.GenesisAlloc) error {
 		stack.Close()
 		return err
 	}
-	beacon, err := catalyst.NewSimulatedBeacon(0, common.Address{}, backend)
-	if err == nil {
-		err = beacon.Fork(backend.BlockChain().GetCanonicalHash(0))
-	}
-	if err != nil {
-		stack.Close()
-		return err
-	}
 	h, err := stack.RPCHandler()
 	if err != nil {
 		stack.Close()
 		return err
 	}
-	c.node, c.beacon, c.rpc, c.client = stack, beacon, h, ethclient.NewClient(stack.Attach())
+	c.node, c.eth, c.rpc, c.client = stack, backend, h, ethclient.NewClient(stack.Attach())
 	return nil
 }
 
 func (c *Chain) closeNode() error {
 	c.client.Close()
-	return errors.Join(c.beacon.Stop(), c.node.Close())
+	return c.node.Close()
 }
 
 // URL returns the JSON-RPC endpoint.
@@ -217,19 +222,24 @@ func (c *Chain) URL() string { return c.url }
 // Account returns test account i.
 func (c *Chain) Account(i int) Account { return c.Accounts[i] }
 
-// Close stops the RPC endpoint and the chain.
+// Close stops the RPC endpoint and the chain. It reports the first block
+// the devnet failed to seal, if any.
 func (c *Chain) Close() error {
 	close(c.stop)
-	<-c.done
+	c.txs.Unsubscribe()
+	c.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := c.srv.Shutdown(ctx)
+	if sealErr := c.sealErr.Load(); sealErr != nil {
+		err = errors.Join(err, fmt.Errorf("devnet: seal: %w", *sealErr))
+	}
 	return errors.Join(err, c.closeNode())
 }
 
-// ServeHTTP serves JSON-RPC; a request that sends a transaction is
-// answered after the block holding it is sealed, so its receipt exists by
-// the time the sender has the hash.
+// ServeHTTP serves JSON-RPC as the node does: eth_sendRawTransaction
+// answers once the pool has accepted the transaction, and the block that
+// holds it comes from clock.
 func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
@@ -241,18 +251,7 @@ func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("method %q is not served by the devnet (eth_, net_ and web3_ only)", m), http.StatusForbidden)
 		return
 	}
-	if !bytes.Contains(body, []byte("eth_sendRawTransaction")) {
-		c.rpc.ServeHTTP(w, r)
-		return
-	}
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	c.rpc.ServeHTTP(rec, r)
-	c.mine()
-	for k, v := range rec.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.status)
-	_, _ = w.Write(rec.body.Bytes())
+	c.rpc.ServeHTTP(w, r)
 }
 
 // disallowedMethod returns the first method of a JSON-RPC request (single
@@ -273,33 +272,6 @@ func disallowedMethod(body []byte) string {
 		}
 	}
 	return ""
-}
-
-// mine seals the pending transactions into a block.
-func (c *Chain) mine() {
-	c.mu.Lock()
-	c.beacon.Commit()
-	c.mu.Unlock()
-}
-
-// heartbeat seals an empty block whenever the head is 2 s behind the wall
-// clock, as Base does, so eth_call sees a current block.timestamp (EIP-3009
-// time windows are checked against it).
-func (c *Chain) heartbeat() {
-	defer close(c.done)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case now := <-t.C:
-			head, err := c.client.HeaderByNumber(context.Background(), nil)
-			if err == nil && now.Unix()-int64(head.Time) >= 2 {
-				c.mine()
-			}
-		}
-	}
 }
 
 func (c *Chain) deployToken(ctx context.Context) error {
@@ -332,8 +304,8 @@ func (c *Chain) deployToken(ctx context.Context) error {
 	return nil
 }
 
-// send signs and sends one transaction from a with estimated gas, seals
-// it and returns its successful receipt.
+// send signs and sends one transaction of Start's setup from a with
+// estimated gas, seals it and returns its successful receipt.
 func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []byte) (*types.Receipt, error) {
 	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: a.Address, To: to, Data: data})
 	if err != nil {
@@ -344,6 +316,116 @@ func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []
 		return nil, err
 	}
 	return rcpts[0], nil
+}
+
+// Transact signs a transaction from `from` calling `to` with data, with
+// the estimated gas plus a fifth, sends it through the node like any
+// client, waits for its block and returns its receipt, whether the call
+// succeeded or reverted. An estimate that reverts is an error (with the
+// revert reason, as the node words it), as is ctx ending, or a minute
+// passing, before the receipt exists. Transact is for tests that need the
+// chain to change under them, e.g. a payer canceling an authorization.
+func (c *Chain) Transact(ctx context.Context, from Account, to common.Address, data []byte) (*types.Receipt, error) {
+	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from.Address, To: &to, Data: data})
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.submit(ctx, from, &to, data, gas*12/10)
+	if err != nil {
+		return nil, err
+	}
+	return c.receipt(ctx, h)
+}
+
+// submit signs and sends one transaction with the sender's next nonce and
+// waits until the pool counts it as pending, which it does asynchronously,
+// so that the next submit from the same sender takes the next nonce.
+func (c *Chain) submit(ctx context.Context, from Account, to *common.Address, data []byte, gas uint64) (common.Hash, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	nonce, err := c.client.PendingNonceAt(ctx, from.Address)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	feeCap, err := c.feeCap(ctx)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	tx, err := sign(from, nonce, to, data, gas, feeCap)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	if err := c.client.SendTransaction(ctx, tx); err != nil {
+		return common.Hash{}, err
+	}
+	return tx.Hash(), c.awaitPending(ctx, map[common.Address]uint64{from.Address: nonce + 1})
+}
+
+// awaitPending waits until the pool counts every sender's transactions up
+// to the given next nonce as pending. The pool promotes them on a
+// background loop, and a block sealed meanwhile may leave a sender's
+// later nonces out: the reset that Sync forces re-reads nonces from the
+// state and so promotes a queued transaction only together with its
+// predecessor, not after a pending one.
+func (c *Chain) awaitPending(ctx context.Context, next map[common.Address]uint64) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for addr, want := range next {
+		for {
+			n, err := c.client.PendingNonceAt(ctx, addr)
+			if err != nil {
+				return err
+			}
+			if n >= want {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: the pool holds nonces below %d, want %d", addr, n, want)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// receipt polls the node for a transaction's receipt until its block is
+// sealed and indexed.
+func (c *Chain) receipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		rcpt, err := c.client.TransactionReceipt(ctx, h)
+		if !errors.Is(err, ethereum.NotFound) {
+			return rcpt, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("transaction %s: no receipt: %w", h, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// tip is the priority fee of every devnet transaction, in wei.
+const tip = params.GWei
+
+// feeCap returns a fee cap that covers twice the head's base fee.
+func (c *Chain) feeCap(ctx context.Context) (*big.Int, error) {
+	head, err := c.client.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), big.NewInt(tip)), nil
+}
+
+// sign signs a dynamic-fee transaction of the devnet's chain.
+func sign(from Account, nonce uint64, to *common.Address, data []byte, gas uint64, feeCap *big.Int) (*types.Transaction, error) {
+	return types.SignNewTx(from.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
+		ChainID: big.NewInt(ChainID), Nonce: nonce, GasTipCap: big.NewInt(tip), GasFeeCap: feeCap, Gas: gas, To: to, Data: data,
+	})
 }
 
 // Banner describes the devnet for the operator's console.
@@ -369,17 +451,6 @@ func (c *Chain) Banner(publicURL string) string {
 	fmt.Fprintf(&b, "  try          go run ./cmd/tollgate pay %s/regime\n", strings.TrimSuffix(publicURL, "/"))
 	return b.String()
 }
-
-// recorder buffers a response.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header         { return r.header }
-func (r *recorder) WriteHeader(s int)           { r.status = s }
-func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
 
 // deploy deploys the artifact name with constructor args from a.
 func (c *Chain) deploy(ctx context.Context, a Account, name string, args ...any) (common.Address, abi.ABI, error) {
@@ -409,35 +480,32 @@ type pendingTx struct {
 
 // sendBlock signs the transactions in order (nonces counted per sender),
 // seals them into one block and checks every receipt. Scripted history uses
-// it so that a step of several transactions costs one block, which keeps
-// the chain's clock close to the wall clock (each block is at least one
-// second after its parent).
+// it so that a step of several transactions is one block, as a trader's
+// approve and swap would be on Base.
 func (c *Chain) sendBlock(ctx context.Context, txs ...pendingTx) error {
 	_, err := c.sendTxs(ctx, txs...)
 	return err
 }
 
-// sendTxs signs txs in order (nonces counted per sender), sends them and
-// seals them into one block.
+// sendTxs signs txs in order (nonces counted per sender), sends them,
+// seals them into the next block of Start's history and returns their
+// receipts, each of which must be a success.
 func (c *Chain) sendTxs(ctx context.Context, txs ...pendingTx) ([]*types.Receipt, error) {
 	for _, p := range txs {
 		if p.err != nil {
 			return nil, p.err
 		}
 	}
-	cl := c.client
-	head, err := cl.HeaderByNumber(ctx, nil)
+	feeCap, err := c.feeCap(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tip := big.NewInt(params.GWei)
-	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
 	nonces := map[common.Address]uint64{}
 	var hashes []common.Hash
 	for _, p := range txs {
 		n, ok := nonces[p.from.Address]
 		if !ok {
-			if n, err = cl.PendingNonceAt(ctx, p.from.Address); err != nil {
+			if n, err = c.client.PendingNonceAt(ctx, p.from.Address); err != nil {
 				return nil, err
 			}
 		}
@@ -446,84 +514,42 @@ func (c *Chain) sendTxs(ctx context.Context, txs ...pendingTx) ([]*types.Receipt
 		if gas == 0 {
 			gas = defaultGas
 		}
-		tx, err := types.SignNewTx(p.from.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
-			ChainID: big.NewInt(ChainID), Nonce: n, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas, To: p.to, Data: p.data,
-		})
+		tx, err := sign(p.from, n, p.to, p.data, gas, feeCap)
 		if err != nil {
 			return nil, err
 		}
-		if err := cl.SendTransaction(ctx, tx); err != nil {
+		if err := c.client.SendTransaction(ctx, tx); err != nil {
 			return nil, err
 		}
 		hashes = append(hashes, tx.Hash())
 	}
-	return c.seal(ctx, nonces, hashes...)
-}
-
-// defaultGas is the gas of a scripted call whose pendingTx names none.
-const defaultGas = 400_000
-
-// seal waits until the pool holds every sent transaction as pending (it
-// promotes a sender's later nonces asynchronously) so that they share one
-// block, seals it, and returns the receipts, each of which must be a
-// success.
-func (c *Chain) seal(ctx context.Context, nonces map[common.Address]uint64, hashes ...common.Hash) ([]*types.Receipt, error) {
-	cl := c.client
-	wait := time.Now().Add(2 * time.Second) // then seal anyway: receipt seals again for stragglers
-	for addr, want := range nonces {
-		for time.Now().Before(wait) {
-			n, err := cl.PendingNonceAt(ctx, addr)
-			if err != nil {
-				return nil, err
-			}
-			if n >= want {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Millisecond):
-			}
-		}
+	if err := c.awaitPending(ctx, nonces); err != nil {
+		return nil, err
 	}
-	c.mine()
+	block, err := c.sealSetup()
+	if err != nil {
+		return nil, err
+	}
+	byHash := map[common.Hash]*types.Receipt{}
+	for _, r := range c.eth.BlockChain().GetReceiptsByHash(block.Hash()) {
+		byHash[r.TxHash] = r
+	}
 	var rcpts []*types.Receipt
 	for _, h := range hashes {
-		rcpt, err := c.receipt(ctx, h)
-		if err != nil {
-			return nil, fmt.Errorf("transaction %s: %w", h, err)
-		}
-		if rcpt.Status != types.ReceiptStatusSuccessful {
+		switch rcpt := byHash[h]; {
+		case rcpt == nil:
+			return nil, fmt.Errorf("transaction %s: not in block %d", h, block.NumberU64())
+		case rcpt.Status != types.ReceiptStatusSuccessful:
 			return nil, fmt.Errorf("transaction %s reverted", h)
+		default:
+			rcpts = append(rcpts, rcpt)
 		}
-		rcpts = append(rcpts, rcpt)
 	}
 	return rcpts, nil
 }
 
-// receipt waits for a sealed transaction's receipt: the node indexes
-// transactions in the background, so a fresh block's may lag a little. A
-// transaction still missing is sealed into one more block every 100 ms.
-func (c *Chain) receipt(ctx context.Context, h common.Hash) (*types.Receipt, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for attempt := 0; ; attempt++ {
-		rcpt, err := c.client.TransactionReceipt(ctx, h)
-		if !errors.Is(err, ethereum.NotFound) {
-			return rcpt, err
-		}
-		if time.Now().After(deadline) {
-			return nil, err
-		}
-		if attempt%50 == 49 {
-			c.mine()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
+// defaultGas is the gas of a scripted call whose pendingTx names none.
+const defaultGas = 400_000
 
 // callMsg is a read-only call to a contract.
 func callMsg(to common.Address, data []byte) ethereum.CallMsg {
