@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum"
@@ -15,11 +14,15 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
 )
 
 // Chain is what the local facilitator needs from an Ethereum node;
 // *ethclient.Client provides it.
 type Chain interface {
+	// BlockReceipts serves the settlement poller: one call per new block,
+	// whatever the number of settlements in flight.
+	BlockReceipts(ctx context.Context, block rpc.BlockNumberOrHash) ([]*types.Receipt, error)
 	CallContract(ctx context.Context, msg ethereum.CallMsg, block *big.Int) ([]byte, error)
 	CodeAt(ctx context.Context, account common.Address, block *big.Int) ([]byte, error)
 	PendingNonceAt(ctx context.Context, account common.Address) (uint64, error)
@@ -48,7 +51,9 @@ type LocalConfig struct {
 	// (the reference uses 6 s, about three blocks).
 	Grace time.Duration
 	// ReceiptTimeout bounds the wait for a settlement's receipt; past it
-	// the settlement is reported pending with its transaction hash.
+	// the settlement is reported pending with its transaction hash (the
+	// transaction stays watched, and is rebroadcast or replaced until
+	// mined).
 	ReceiptTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -77,16 +82,16 @@ func (c LocalConfig) Validate() error {
 // wallets), exact value, recipient, allowed asset and domain, time window,
 // and an eth_call simulation of transferWithAuthorization (which also
 // covers an unused nonce and the balance); settlement sends the transfer
-// from the gas key with serialized account nonces.
+// from the gas key, many in flight at once (see sender), and waits for its
+// own receipt. It is safe for concurrent use; one gas key must have one
+// Local (one process) at a time.
 type Local struct {
 	cfg   LocalConfig
 	chain Chain
 	from  common.Address
 	abi   abi.ABI
 	now   func() time.Time
-
-	mu    sync.Mutex // serializes sends; guards nonce
-	nonce *uint64
+	txs   *sender
 }
 
 var _ Facilitator = (*Local)(nil)
@@ -117,7 +122,8 @@ func NewLocal(cfg LocalConfig, chain Chain) (*Local, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Local{cfg: cfg, chain: chain, from: crypto.PubkeyToAddress(cfg.Key.PublicKey), abi: parsed, now: now}, nil
+	return &Local{cfg: cfg, chain: chain, from: crypto.PubkeyToAddress(cfg.Key.PublicKey), abi: parsed, now: now,
+		txs: newSender(chain, cfg.Key, cfg.ChainID)}, nil
 }
 
 // Signer returns the address that pays settlement gas.
@@ -155,7 +161,9 @@ func (l *Local) Verify(ctx context.Context, p *Payment, r *Requirement) (Verific
 const clockSkew = 5
 
 // check applies the rules that need no chain: scheme, network, asset and
-// domain, recipient, exact value, time window.
+// domain, recipient, exact value, time window (and a window no longer than
+// the requirement's maxTimeoutSeconds: an authorization valid for a year
+// stays a bearer instrument for a year).
 func (l *Local) check(p *Payment, r *Requirement) (reason, message string) {
 	a := p.Authorization
 	now := l.now().Unix()
@@ -176,6 +184,11 @@ func (l *Local) check(p *Payment, r *Requirement) (reason, message string) {
 		return ReasonValidAfter, fmt.Sprintf("valid only after %s", a.ValidAfter)
 	case a.ValidBefore.Cmp(big.NewInt(now+int64(l.cfg.Grace/time.Second))) < 0:
 		return ReasonValidBefore, fmt.Sprintf("expired or expiring: validBefore %s", a.ValidBefore)
+	case a.ValidBefore.Cmp(big.NewInt(now+int64(r.MaxTimeout)+validitySlack)) > 0:
+		// The gate's bound: x402 clients sign validBefore = now +
+		// maxTimeoutSeconds on their own clock.
+		return ReasonValidityTooLong, fmt.Sprintf("validBefore %s is later than now + maxTimeoutSeconds (%d s) + %d s skew = %d",
+			a.ValidBefore, r.MaxTimeout, validitySlack, now+int64(r.MaxTimeout)+validitySlack)
 	}
 	return "", ""
 }
@@ -287,7 +300,9 @@ func isRevert(err error) bool {
 
 // Settle implements Facilitator: it re-checks what needs no chain and the
 // signature, then sends transferWithAuthorization (its gas estimate is the
-// simulation) and waits for the receipt.
+// simulation) and waits for its receipt: Success once mined, a
+// ReasonTransactionFailed with the diagnosis if it reverted, Pending with
+// the hash if the receipt did not come within ReceiptTimeout.
 func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlement, error) {
 	s := Settlement{Payer: p.Authorization.From}
 	if reason, msg := l.check(p, r); reason != "" {
@@ -302,7 +317,7 @@ func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlem
 	if err != nil {
 		return s, err
 	}
-	tx, reason, err := l.send(ctx, r.Asset, data)
+	f, reason, err := l.send(ctx, r.Asset, data)
 	if err != nil {
 		return s, &FacilitatorError{Op: "settle", Err: err}
 	}
@@ -313,27 +328,32 @@ func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlem
 		}
 		return s, nil
 	}
-	s.Tx = tx.Hash()
-	rcpt, err := l.waitReceipt(ctx, tx.Hash())
+	got := l.txs.wait(ctx, f, l.cfg.ReceiptTimeout)
+	s.Tx = got.tx
 	switch {
-	case err != nil:
-		s.Pending, s.Reason, s.Message = true, ReasonSettlementPending, "sent; no receipt yet: "+err.Error()
-		l.mu.Lock()
-		l.nonce = nil // a dropped transaction must not hold back the next ones
-		l.mu.Unlock()
-	case rcpt.Status != types.ReceiptStatusSuccessful:
-		s.Reason, s.Message = ReasonTransactionFailed, "the settlement transaction reverted"
+	case got.rcpt == nil && !got.accepted:
+		// The node never confirmed it has the transaction: the chain could
+		// not be asked. It is rebroadcast until the node takes or refuses
+		// it, so the outcome is unknown, not failed.
+		return s, &FacilitatorError{Op: "settle", Err: fmt.Errorf("transaction %s not confirmed by the node: %w", got.tx, got.sendErr)}
+	case got.rcpt == nil:
+		s.Pending, s.Reason = true, ReasonSettlementPending
+		s.Message = fmt.Sprintf("sent; no receipt within %s", l.cfg.ReceiptTimeout)
+		if err := ctx.Err(); err != nil {
+			s.Message = "sent; no receipt yet: " + err.Error()
+		}
+	case got.rcpt.Status != types.ReceiptStatusSuccessful:
+		s.Reason, s.Message = ReasonTransactionFailed, l.whyReverted(ctx, p, r, data, got)
 	default:
 		s.Success = true
 	}
 	return s, nil
 }
 
-// send signs and sends a call from the gas key. A revert during gas
-// estimation is a reason, not an error.
-func (l *Local) send(ctx context.Context, to common.Address, data []byte) (*types.Transaction, string, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// send estimates the gas of a call from the gas key (the estimate is the
+// simulation: a revert is a reason, not an error) and puts it in flight.
+// Only the nonce, signing and the send itself are serialized.
+func (l *Local) send(ctx context.Context, to common.Address, data []byte) (*flight, string, error) {
 	gas, err := l.chain.EstimateGas(ctx, ethereum.CallMsg{From: l.from, To: &to, Data: data})
 	if err != nil {
 		if isRevert(err) {
@@ -344,53 +364,35 @@ func (l *Local) send(ctx context.Context, to common.Address, data []byte) (*type
 		}
 		return nil, "", err
 	}
-	if l.nonce == nil {
-		n, err := l.chain.PendingNonceAt(ctx, l.from)
-		if err != nil {
-			return nil, "", err
-		}
-		l.nonce = &n
-	}
-	head, err := l.chain.HeaderByNumber(ctx, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	tip, err := l.chain.SuggestGasTipCap(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
-	tx, err := types.SignNewTx(l.cfg.Key, types.LatestSignerForChainID(l.cfg.ChainID), &types.DynamicFeeTx{
-		ChainID: l.cfg.ChainID, Nonce: *l.nonce, GasTipCap: tip, GasFeeCap: feeCap, Gas: gas * 12 / 10, To: &to, Data: data,
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	if err := l.chain.SendTransaction(ctx, tx); err != nil {
-		l.nonce = nil // ask the node again next time
-		return nil, "", err
-	}
-	*l.nonce++
-	return tx, "", nil
+	f, err := l.txs.submit(ctx, call{to: to, data: data, gas: gas * 12 / 10})
+	return f, "", err
 }
 
-func (l *Local) waitReceipt(ctx context.Context, hash common.Hash) (*types.Receipt, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.ReceiptTimeout)
-	defer cancel()
-	delay := 10 * time.Millisecond
-	for {
-		rcpt, err := l.chain.TransactionReceipt(ctx, hash)
-		if err == nil {
-			return rcpt, nil
-		}
-		if !errors.Is(err, ethereum.NotFound) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, time.Second)
+// whyReverted explains a mined settlement that reverted: out of gas, the
+// authorization's window at the block's time, FiatToken's revert string
+// for the same call at the parent block, or what the token says now (the
+// authorization used or canceled, the balance).
+func (l *Local) whyReverted(ctx context.Context, p *Payment, r *Requirement, data []byte, got landing) string {
+	rcpt := got.rcpt
+	what := fmt.Sprintf("transaction %s reverted in block %s", rcpt.TxHash, rcpt.BlockNumber)
+	a := p.Authorization
+	if rcpt.GasUsed >= got.gas {
+		return fmt.Sprintf("%s: out of gas (limit %d)", what, got.gas)
 	}
+	if h, err := l.chain.HeaderByNumber(ctx, rcpt.BlockNumber); err == nil {
+		switch t := new(big.Int).SetUint64(h.Time); {
+		case t.Cmp(a.ValidBefore) >= 0:
+			return fmt.Sprintf("%s: the authorization expired (validBefore %s, block time %d)", what, a.ValidBefore, h.Time)
+		case t.Cmp(a.ValidAfter) <= 0:
+			return fmt.Sprintf("%s: the authorization was not yet valid (validAfter %s, block time %d)", what, a.ValidAfter, h.Time)
+		}
+	}
+	parent := new(big.Int).Sub(rcpt.BlockNumber, big.NewInt(1))
+	if _, err := l.chain.CallContract(ctx, ethereum.CallMsg{From: l.from, To: &r.Asset, Data: data}, parent); err != nil && isRevert(err) {
+		return what + ": " + err.Error()
+	}
+	if reason, msg := l.diagnose(ctx, p, r, errors.New("execution reverted")); reason != ReasonSimulationFailed {
+		return what + ": " + msg
+	}
+	return what
 }
