@@ -3,7 +3,6 @@ package devnet_test
 import (
 	"context"
 	"math/big"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
 )
 
@@ -47,20 +47,7 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	cl, err := ethclient.Dial(c.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	c, cl := devnettest.Start(t)
 	_, parsed, err := devnet.TokenArtifact()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/rpc"
 
-	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/whales"
@@ -23,15 +22,7 @@ import (
 // /whales before the first scan is a documented 503.
 func TestChainBodiesMatchTheDocument(t *testing.T) {
 	t.Parallel()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dn, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dn.Close() })
+	dn := devnettest.StartChain(t)
 	rc, err := rpc.Dial(dn.URL())
 	if err != nil {
 		t.Fatal(err)

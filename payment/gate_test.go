@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/store"
 )
@@ -61,20 +61,7 @@ type worldOptions struct {
 func newWorldWith(t testing.TB, o worldOptions) *world {
 	t.Helper()
 	f := o.facilitator
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { chain.Close() })
-	client, err := ethclient.Dial(chain.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	chain, client := devnettest.Start(t)
 	ledger, err := store.OpenSQLite(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"math/big"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 )
 
 // settleFixture is a devnet with a client, the requirement payments are
@@ -33,20 +33,7 @@ type settleFixture struct {
 
 func newSettleFixture(t *testing.T) *settleFixture {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { chain.Close() })
-	client, err := ethclient.Dial(chain.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	chain, client := devnettest.Start(t)
 	_, token, err := devnet.TokenArtifact()
 	if err != nil {
 		t.Fatal(err)

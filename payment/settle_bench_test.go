@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,9 +16,9 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/store"
 )
@@ -34,20 +33,7 @@ type settleBench struct {
 
 func newSettleBench(b *testing.B) *settleBench {
 	b.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	chain, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { chain.Close() })
-	client, err := ethclient.Dial(chain.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(client.Close)
+	chain, client := devnettest.Start(b)
 	ledger, err := store.OpenSQLite(context.Background(), b.TempDir())
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"math/big"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +12,9 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/store"
 )
@@ -26,20 +25,7 @@ import (
 func TestLedgerCommand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := devnet.Start(ctx, lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { chain.Close() })
-	client, err := ethclient.Dial(chain.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	chain, client := devnettest.Start(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	db, err := store.OpenSQLite(ctx, dataDir)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/service/chain"
 )
 
@@ -86,15 +86,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func setup(t *testing.T, rangeCap uint64) (*devnet.Chain, *proxy, *chain.Client) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := devnettest.StartChain(t)
 	p := &proxy{upstream: d.URL(), rangeCap: rangeCap}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)

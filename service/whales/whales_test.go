@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -12,20 +11,13 @@ import (
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/service/whales"
 )
 
 func startDevnet(t testing.TB) (*devnet.Chain, *rpc.Client) {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := devnet.Start(context.Background(), lis)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := devnettest.StartChain(t)
 	r, err := rpc.Dial(c.URL())
 	if err != nil {
 		t.Fatal(err)
