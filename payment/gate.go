@@ -2,10 +2,14 @@
 // REST gateway: the Gate answers unpaid calls to paid routes with the
 // payment requirements (v1 body and v2 PAYMENT-REQUIRED header), and runs a
 // paid call only after its payment verified, settling it only if the
-// handler succeeded and releasing the body only after the settlement is in
-// the ledger. Facilitator is the verifier/settler it declares: *Local does
-// the exact-EVM scheme itself on a chain (EIP-3009 on go-ethereum), *Client
-// asks a remote facilitator. Ledger is the durable record it declares.
+// handler succeeded and releasing the body only after the settlement is
+// confirmed on chain and in the ledger. Facilitator is the verifier/settler
+// it declares: *Local does the exact-EVM scheme itself on a chain (EIP-3009
+// on go-ethereum, with a nonce manager for its gas key), *Client asks a
+// remote facilitator. Ledger is the durable record it declares. *Auditor
+// reads what the chain says of an authorization (paid us, canceled,
+// unused), the only evidence of payment the gate accepts; *Reconciler
+// resolves from it the payments whose settlement's outcome was lost.
 //
 // payment knows nothing of protobuf, gRPC or the analytics: routes, prices
 // and parameter checks are handed to it.
