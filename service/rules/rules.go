@@ -120,9 +120,12 @@ func Analyze(closes []float64) (Snapshot, error) {
 	slow := indicator.EMATail(closes, EMASlow, SlopeBars+1)
 	rsi := indicator.RSITail(closes, RSIPeriod, SlopeBars+1)
 	gap := func(i int) float64 { return (fast[i] - slow[i]) / slow[i] * 100 }
+	// The tails hold bars n-1-SlopeBars .. n-1: index SlopeBars of a tail
+	// is the last close, index 0 the one SlopeBars before it. The close
+	// itself comes from the series, whose last element is that same bar.
 	last, prev := SlopeBars, 0
 	return Snapshot{
-		Close:     closes[last],
+		Close:     closes[n-1],
 		EMAFast:   fast[last],
 		EMASlow:   slow[last],
 		GapPct:    gap(last),

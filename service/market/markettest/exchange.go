@@ -70,6 +70,14 @@ func (x *Exchange) Seed(t testing.TB, product string, g time.Duration, from, to 
 	return cs
 }
 
+// SeedCandles loads cs (oldest first, bucket starts aligned to g) as the
+// exchange's history of product, for tests that need a particular series.
+func (x *Exchange) SeedCandles(product string, g time.Duration, cs []market.Candle) {
+	x.Mu.Lock()
+	x.candles[product+"/"+g.String()] = slices.Clone(cs)
+	x.Mu.Unlock()
+}
+
 func (x *Exchange) serve(w http.ResponseWriter, r *http.Request) {
 	x.Requests.Add(1)
 	x.Mu.Lock()
