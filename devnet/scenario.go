@@ -112,5 +112,5 @@ func (c *Chain) deployScenario(ctx context.Context) error {
 		return err
 	}
 	c.Scenario = append(c.Scenario, ScenarioContract{Name: "clone", Address: clone, Expect: "PASS"})
-	return nil
+	return c.deployFamilies(ctx, impl, implABI, c.Scenario[0].Address, c.Scenario[1].Address)
 }

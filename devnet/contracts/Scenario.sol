@@ -285,3 +285,42 @@ contract CloneFactory {
         emit Cloned(instance);
     }
 }
+
+/// @notice FAIL: the owner sets the largest transfer, with no floor: a
+/// limit of 0 freezes every holder.
+contract LimitToken is BaseToken {
+    uint256 public maxTxAmount;
+
+    constructor() BaseToken("Limit Token", "LIMIT", 1_000_000e18) {
+        maxTxAmount = totalSupply;
+    }
+
+    function setMaxTxAmount(uint256 amount) external onlyOwner {
+        maxTxAmount = amount;
+    }
+
+    function _transfer(address from, address to, uint256 value) internal override {
+        require(from == owner || value <= maxTxAmount, "max tx");
+        super._transfer(from, to, value);
+    }
+}
+
+/// @notice WARN: the same limit with a floor of 0.1 % of the supply, which
+/// the owner cannot go below: holders are slowed, never frozen.
+contract FloorLimitToken is BaseToken {
+    uint256 public maxTxAmount;
+
+    constructor() BaseToken("Floor Limit Token", "FLOOR", 1_000_000e18) {
+        maxTxAmount = totalSupply;
+    }
+
+    function setMaxTxAmount(uint256 amount) external onlyOwner {
+        require(amount >= totalSupply / 1000, "below the floor");
+        maxTxAmount = amount;
+    }
+
+    function _transfer(address from, address to, uint256 value) internal override {
+        require(from == owner || value <= maxTxAmount, "max tx");
+        super._transfer(from, to, value);
+    }
+}
