@@ -74,6 +74,16 @@ var migrations = [][]string{
 		operation TEXT PRIMARY KEY,
 		count     BIGINT NOT NULL
 	)`},
+	// The deployment the store belongs to (deployment.go): one row, written
+	// by the first serve that opens the store, checked by every later one.
+	4: {`CREATE TABLE deployment (
+		id         INTEGER PRIMARY KEY CHECK (id = 1),
+		mode       TEXT NOT NULL,
+		network    TEXT NOT NULL,
+		asset      TEXT NOT NULL,
+		genesis    TEXT NOT NULL,
+		created_at TEXT NOT NULL
+	)`},
 }
 
 // migrate applies the migrations the database has not recorded, each in
