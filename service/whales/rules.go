@@ -54,8 +54,12 @@ type pool struct {
 	peak      float64
 	reserve   *big.Int // quote reserve after the last Sync
 	lastTx    common.Hash
+	block     uint64 // of the event being applied (set by the scanner)
+	txBlock   uint64 // of lastTx
 	pending   string // collapse seen in the current transaction
 	collapsed string // "", "drawdown" or "liquidity"
+	// collapsedAt is the block of the collapsing transaction.
+	collapsedAt uint64
 }
 
 func newPool(addr, token common.Address, kind Kind, tokenIs0 bool, created uint64) *pool {
@@ -70,7 +74,7 @@ func newPool(addr, token common.Address, kind Kind, tokenIs0 bool, created uint6
 func (p *pool) apply(tx common.Hash, e event, seller common.Address, r Rules) {
 	if tx != p.lastTx {
 		p.settle(r)
-		p.lastTx = tx
+		p.lastTx, p.txBlock = tx, p.block
 	}
 	switch e.kind {
 	case evSync:
@@ -128,7 +132,7 @@ func (p *pool) settle(r Rules) {
 		p.pending = ""
 		return
 	}
-	p.collapsed, p.pending = p.pending, ""
+	p.collapsed, p.pending, p.collapsedAt = p.pending, "", p.txBlock
 	for _, pos := range p.positions {
 		if pos.bought.Sign() == 0 {
 			continue

@@ -104,6 +104,20 @@ type Snapshot struct {
 	TokensScanned int
 	// Wallets with a positive score, best first, at most Config.Top.
 	Wallets []Wallet
+	// Collapses are the collapses of the followed pools, by token: what
+	// the rug check reports as the token's history (docs/rules.md).
+	Collapses map[common.Address]Collapse
+}
+
+// Collapse is the collapse of a followed pool.
+type Collapse struct {
+	Pool common.Address
+	// Kind is "liquidity" (one removal took at least Rules.LiquidityPull of
+	// the quote reserve) or "drawdown" (the price fell Rules.Drawdown below
+	// its peak).
+	Kind string
+	// Block of the collapsing transaction.
+	Block uint64
 }
 
 // Stats describes one cycle.
@@ -368,6 +382,7 @@ func (s *Scanner) readPools(ctx context.Context, from, to uint64) (int, error) {
 		if e.kind == evSwap && e.tokenDelta.Sign() > 0 {
 			seller = sellerOf(sellers[l.TxHash], p, e.tokenDelta)
 		}
+		p.block = l.BlockNumber
 		p.apply(l.TxHash, e, seller, s.cfg.Rules)
 	}
 	return len(events) + len(transfers), nil
@@ -395,7 +410,15 @@ func sellerOf(transfers []types.Log, p *pool, amount *big.Int) common.Address {
 func (s *Scanner) publish(block uint64) {
 	ps := s.sortedPools()
 	all := rank(ps)
-	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps)}
+	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{}}
+	for _, p := range ps {
+		if p.collapsed == "" {
+			continue
+		}
+		if c, seen := snap.Collapses[p.token]; !seen || p.collapsedAt < c.Block {
+			snap.Collapses[p.token] = Collapse{Pool: p.addr, Kind: p.collapsed, Block: p.collapsedAt}
+		}
+	}
 	for _, w := range all {
 		if w.Score <= 0 || len(snap.Wallets) == s.cfg.Top {
 			break

@@ -2,6 +2,7 @@ package whales_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -105,6 +106,15 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 			t.Errorf("listed %+v", w)
 		}
 	}
+	// The collapses the rug check reports: MCAT and RDOG rugged (liquidity
+	// pulled), BURN dumped (price crash), EDDY alive.
+	wantKind := map[string]string{"rug": "liquidity", "dump": "drawdown", "alive": ""}
+	for _, lt := range c.Dex.Tokens {
+		col, found := snap.Collapses[lt.Token]
+		if col.Kind != wantKind[lt.Fate] || found != (lt.Fate != "alive") || (found && (col.Pool != lt.Pair || col.Block == 0)) {
+			t.Errorf("%s (%s): collapse %+v", lt.Name, lt.Fate, col)
+		}
+	}
 
 	// Many small cycles: the snapshot appears only once caught up, and the
 	// ranking is the same.
@@ -134,6 +144,10 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 	got := small.Ranking()
 	if len(got) != len(all) {
 		t.Fatalf("%d wallets incrementally, %d at once", len(got), len(all))
+	}
+	small.Scan(context.Background()) // publishes once caught up
+	if fmt.Sprint(small.Snapshot().Collapses) != fmt.Sprint(snap.Collapses) {
+		t.Errorf("collapses incrementally %v, at once %v", small.Snapshot().Collapses, snap.Collapses)
 	}
 	for i := range all {
 		if got[i].Address != all[i].Address || got[i].Score != all[i].Score || got[i].Dodges != all[i].Dodges {
