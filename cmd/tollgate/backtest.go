@@ -13,12 +13,17 @@ import (
 
 // backtest runs `tollgate backtest`: a rolling-origin evaluation of the
 // embedded forecaster against the random walk on the configured candle
-// feed, printed as a table.
+// feed, printed as a table. The feed is chosen as serve chooses it
+// (Coinbase Exchange when TOLLGATE_CHAIN_RPC says production, else the
+// synthetic feed), except that a synthetic feed needs no permission: a
+// backtest sells nothing. The first line names the feed, and a synthetic
+// one is called out as such.
 func backtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	product := fs.String("product", "ETH-USD", "BTC-USD or ETH-USD")
-	candlesURL := fs.String("candles-url", getenv("TOLLGATE_CANDLES_URL"), "Coinbase Exchange REST base URL; empty: the devnet's synthetic feed")
+	candlesURL := fs.String("candles-url", getenv("TOLLGATE_CANDLES_URL"), "Coinbase Exchange REST base URL, or \"synthetic\"; empty: "+
+		coinbaseExchangeURL+" when TOLLGATE_CHAIN_RPC is set (as serve), else the synthetic feed")
 	closes := fs.Int("closes", 1500, "hourly closes fetched (the newest)")
 	window := fs.Int("window", 720, "closes each fit sees (as /forecast)")
 	horizon := fs.Int("horizon", 24, "hours ahead scored")
@@ -32,7 +37,13 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 	if *closes < *window+*horizon {
 		return errors.New("backtest: --closes must cover --window plus --horizon")
 	}
-	cache, src, err := newCandles(&config{CandlesURL: *candlesURL})
+	cfg := &config{ChainRPC: getenv("TOLLGATE_CHAIN_RPC")}
+	feed, err := resolveFeed("candles-url", *candlesURL, cfg.production(), true, coinbaseExchangeURL)
+	if err != nil {
+		return fmt.Errorf("backtest: %w", err)
+	}
+	cfg.candles = feed
+	cache, src, err := newCandles(cfg)
 	if err != nil {
 		return err
 	}
@@ -46,6 +57,12 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintf(stdout, "backtest of %s on %s (%s): %d hourly closes, window %d, horizon %d h, %d origins every %d h\n",
 		forecast.ModelName, *product, src.Name, len(s.Closes()), r.Window, r.Horizon, r.Origins, *step)
+	if src.Synthetic {
+		fmt.Fprintf(stdout, "SYNTHETIC candles (%s): generated in process, not market data; this score says nothing about real markets (--candles-url %s for the real feed)\n",
+			src.Name, coinbaseExchangeURL)
+	} else {
+		fmt.Fprintf(stdout, "market data: %s\n", src.Description)
+	}
 	fmt.Fprintf(stdout, "%-22s %14s %14s\n", "", "model", "random walk")
 	fmt.Fprintf(stdout, "%-22s %14.4f %14.4f\n", "MAE (price)", r.MAE, r.MAERandomWalk)
 	fmt.Fprintf(stdout, "%-22s %14.4f %14.4f\n", "MASE (vs random walk)", r.MASE, 1.0)

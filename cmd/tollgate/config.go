@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -42,10 +43,78 @@ type config struct {
 	ForecastModel   string // grpc://host:port of a ForecastModelService, or empty
 	EquitiesURL     string
 	ForecastTimeout time.Duration
+	// SyntheticMarketData allows the synthetic candles and equity bars
+	// outside devnet, where they would be sold as market data.
+	SyntheticMarketData bool
 
 	factories []whales.Factory // parsed by validate
 	quotes    []common.Address
-	envErrs   []error // TOLLGATE_* values that did not parse []error // TOLLGATE_* values that did not parse
+	candles   marketFeed // resolved by validate from CandlesURL
+	equities  marketFeed // resolved by validate from EquitiesURL
+	envErrs   []error    // TOLLGATE_* values that did not parse
+}
+
+// production reports a deployment on a real chain (--chain-rpc), as
+// opposed to the embedded devnet.
+func (c *config) production() bool { return c.ChainRPC != "" }
+
+// Default locations of state (README, docs/payments.md "Ledger"): devnet
+// state lives apart from production state, so that neither can open the
+// other's ledger by default.
+const (
+	productionDataDir = "data"
+	devnetDataDir     = "data/devnet"
+)
+
+// defaultDataDir is the store serve uses when --data-dir is not set.
+// tollgate ledger and tollgate lanes import use it too, deciding the mode
+// the way serve does: production when a chain RPC is configured.
+func defaultDataDir(production bool) string {
+	if production {
+		return productionDataDir
+	}
+	return devnetDataDir
+}
+
+// Market sources (docs/rules.md "Candles"). Outside devnet the feeds
+// default to the real public upstreams; the synthetic feeds are the devnet
+// default and are refused elsewhere unless --synthetic-market-data is set.
+const (
+	coinbaseExchangeURL = "https://api.exchange.coinbase.com"
+	yahooChartURL       = "https://query1.finance.yahoo.com"
+	// syntheticFeed is the value of --candles-url or --equities-url that
+	// names the synthetic feed explicitly.
+	syntheticFeed = "synthetic"
+)
+
+// marketFeed is where one market feed comes from: an upstream URL, or the
+// synthetic generator when url is empty.
+type marketFeed struct {
+	url string
+}
+
+func (f marketFeed) synthetic() bool { return f.url == "" }
+
+// resolveFeed chooses the source of one feed from its flag's value: a URL,
+// "synthetic", or empty for the deployment's default (the synthetic feed in
+// devnet, upstream in production, or the synthetic feed in production when
+// allowSynthetic says so). A synthetic feed in production without
+// allowSynthetic is refused: it would sell generated candles for money.
+func resolveFeed(flagName, value string, production, allowSynthetic bool, upstream string) (marketFeed, error) {
+	switch {
+	case value == "" && production && !allowSynthetic:
+		return marketFeed{url: upstream}, nil
+	case value == "" || value == syntheticFeed:
+		if production && !allowSynthetic {
+			return marketFeed{}, fmt.Errorf("--%s %s: outside devnet (--chain-rpc is set) synthetic market data would be sold as real; "+
+				"set --synthetic-market-data (TOLLGATE_SYNTHETIC_MARKET_DATA=true) to serve it anyway, or give an upstream URL such as %s", flagName, value, upstream)
+		}
+		return marketFeed{}, nil
+	}
+	if u, err := url.Parse(value); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return marketFeed{}, fmt.Errorf("--%s %q: want an absolute http(s) URL such as %s, or %q", flagName, value, upstream, syntheticFeed)
+	}
+	return marketFeed{url: value}, nil
 }
 
 // newServeFlags declares the flags of serve. Defaults come from getenv
@@ -66,8 +135,8 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.HTTPAddr, "http", ":8402", "public REST listen address (x402-paid API and free endpoints)")
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
 	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
-	str(&cfg.DataDir, "data-dir", "data", "directory for the embedded database and other state; created if missing")
-	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles (e.g. https://api.exchange.coinbase.com); empty: the devnet's synthetic feed")
+	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
+	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
 	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
 	str(&cfg.ChainRPC, "chain-rpc", "", "Ethereum JSON-RPC URL of a Base node (chain id 8453); empty: run the embedded devnet")
 	str(&cfg.PayTo, "pay-to", "", "address receiving payments (required with --chain-rpc; devnet: test account #1)")
@@ -89,7 +158,9 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.QuoteTokens, "quote-tokens", "", "whale scan: quote assets as address,...; empty: WETH and USDC on Base (devnet: its WETH)")
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
 	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")
-	str(&cfg.EquitiesURL, "equities-url", "", "Yahoo Finance chart API base URL for the .NS equities (e.g. https://query1.finance.yahoo.com); empty: the devnet's synthetic session bars")
+	str(&cfg.EquitiesURL, "equities-url", "", "Yahoo Finance chart API base URL for the .NS equities, or \"synthetic\"; empty: "+yahooChartURL+" with --chain-rpc, the synthetic session bars in devnet mode")
+	fs.BoolVar(&cfg.SyntheticMarketData, "synthetic-market-data", envDefault(getenv, &cfg.envErrs, "synthetic-market-data", false, strconv.ParseBool),
+		"serve the synthetic candles and equity bars outside devnet too (answers say devnet-synthetic); without it they are refused with --chain-rpc")
 	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model as grpc://host:port (tollgate.v1.ForecastModelService); empty: the embedded model only")
 	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
@@ -122,7 +193,14 @@ func (c *config) validate() error {
 		}
 	}
 	if c.DataDir == "" {
-		errs = append(errs, errors.New("--data-dir is empty"))
+		c.DataDir = defaultDataDir(c.production())
+	}
+	var err error
+	if c.candles, err = resolveFeed("candles-url", c.CandlesURL, c.production(), c.SyntheticMarketData, coinbaseExchangeURL); err != nil {
+		errs = append(errs, err)
+	}
+	if c.equities, err = resolveFeed("equities-url", c.EquitiesURL, c.production(), c.SyntheticMarketData, yahooChartURL); err != nil {
+		errs = append(errs, err)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))

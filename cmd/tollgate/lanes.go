@@ -23,7 +23,8 @@ func lanesCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fs := flag.NewFlagSet("lanes import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data-dir", orDefault(getenv("TOLLGATE_DATA_DIR"), "data"), "directory of the store (the same as serve's)")
+	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
+		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
 	format := fs.String("format", "", "jsonl or csv; empty: from the file name (.jsonl, .csv)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

@@ -35,7 +35,8 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	sub := args[0]
 	fs := flag.NewFlagSet("ledger "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data-dir", orDefault(getenv("TOLLGATE_DATA_DIR"), "data"), "directory of the store (the same as serve's)")
+	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
+		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
 	var filter store.Filter
 	var since string
 	var chainRPC, payTo *string
@@ -71,6 +72,13 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer db.Close()
+	d, bound, err := db.Deployment(ctx)
+	if err != nil {
+		return err
+	}
+	if bound {
+		fmt.Fprintf(stderr, "store %s: ledger of %s\n", *dataDir, d)
+	}
 	switch sub {
 	case "list":
 		recs, err := db.List(ctx, filter)
@@ -87,6 +95,13 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	default:
 		return reconcileOnce(ctx, db, *chainRPC, *payTo, stdout, stderr)
 	}
+}
+
+// serveDataDir is the store serve would use under getenv:
+// TOLLGATE_DATA_DIR, else the default of the mode TOLLGATE_CHAIN_RPC
+// selects.
+func serveDataDir(getenv func(string) string) string {
+	return orDefault(getenv("TOLLGATE_DATA_DIR"), defaultDataDir(getenv("TOLLGATE_CHAIN_RPC") != ""))
 }
 
 // parseSince reads --since: empty, an RFC 3339 time, or a duration before
@@ -172,6 +187,17 @@ func reconcileOnce(ctx context.Context, db *store.SQLite, rpcURL, payTo string, 
 	defer client.Close()
 	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
 		return fmt.Errorf("chain rpc %s: chain id %v (%v); want %d (Base)", redactURL(rpcURL), id, err, baseChainID)
+	}
+	if d, bound, err := db.Deployment(ctx); err != nil {
+		return err
+	} else if bound {
+		genesis, err := client.HeaderByNumber(ctx, big.NewInt(0))
+		if err != nil {
+			return fmt.Errorf("chain rpc %s: genesis block: %w", redactURL(rpcURL), err)
+		}
+		if !strings.EqualFold(genesis.Hash().Hex(), d.Genesis) {
+			return fmt.Errorf("ledger reconcile: the store is the ledger of %s, but --chain-rpc serves a chain with genesis %s; reconcile it against its own chain", d, genesis.Hash())
+		}
 	}
 	audit, err := payment.NewAuditor(payment.DefaultAuditConfig(), client)
 	if err != nil {

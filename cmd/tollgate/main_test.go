@@ -66,7 +66,7 @@ func TestConfigPrecedence(t *testing.T) {
 	if cfg.PublicURL != "https://from-flag.example" {
 		t.Errorf("public-url = %q, want the flag value", cfg.PublicURL)
 	}
-	if cfg.GRPCAddr != "127.0.0.1:9402" || cfg.DataDir != "data" {
+	if cfg.GRPCAddr != "127.0.0.1:9402" || cfg.DataDir != "" {
 		t.Errorf("defaults: grpc %q data-dir %q", cfg.GRPCAddr, cfg.DataDir)
 	}
 	if cfg.LogLevel != slog.LevelDebug || cfg.RequestTimeout != 5*time.Second {
@@ -74,6 +74,9 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 	if err := cfg.validate(); err != nil {
 		t.Errorf("validate: %v", err)
+	}
+	if cfg.DataDir != "data/devnet" {
+		t.Errorf("devnet data dir %q", cfg.DataDir)
 	}
 }
 
@@ -83,7 +86,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		"TOLLGATE_LOG_LEVEL":        "loud",
 		"TOLLGATE_SHUTDOWN_TIMEOUT": "soon",
 	}))
-	if err := fs.Parse([]string{"--http", "nohost", "--log-format", "xml", "--data-dir", "", "--forecast-model", "http://model:9000",
+	if err := fs.Parse([]string{"--http", "nohost", "--log-format", "xml", "--candles-url", "ftp://candles", "--forecast-model", "http://model:9000",
 		"--dex-factories", "v4:0x1", "--quote-tokens", "weth"}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("validate accepted a bad config")
 	}
-	for _, want := range []string{"TOLLGATE_LOG_LEVEL", "TOLLGATE_SHUTDOWN_TIMEOUT", "--http", "--log-format", "--data-dir", "--forecast-model", "--dex-factories", "--quote-tokens"} {
+	for _, want := range []string{"TOLLGATE_LOG_LEVEL", "TOLLGATE_SHUTDOWN_TIMEOUT", "--http", "--log-format", "--candles-url", "--forecast-model", "--dex-factories", "--quote-tokens"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

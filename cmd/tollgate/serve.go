@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -105,16 +106,16 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
-	ledger, err := store.OpenSQLite(ctx, cfg.DataDir)
-	if err != nil {
-		return fmt.Errorf("ledger: %w", err)
-	}
-	cleanups = append(cleanups, func() { ledger.Close() })
 	pay, err := newPayments(ctx, cfg, logger, ls.devnet)
 	if err != nil {
 		return err
 	}
 	cleanups = append(cleanups, pay.close)
+	ledger, err := openLedger(ctx, cfg.DataDir, pay.deployment(), logger)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { ledger.Close() })
 	gate, err := payment.NewGate(pay.gateConfig, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
 	if err != nil {
 		return err
@@ -214,8 +215,15 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		logger.Warn("DEVNET: in-process test chain; payments are not real money")
 		fmt.Fprint(os.Stderr, pay.banner)
 	}
-	if candleSource.Synthetic {
-		logger.Warn("DEVNET candles: /candles, /regime and /signal-pack are computed from synthetic candles, not market data; set --candles-url for a real feed")
+	allowedBy := "devnet mode"
+	if cfg.production() {
+		allowedBy = "--synthetic-market-data"
+	}
+	for _, src := range []service.DataSource{candleSource, equitySource} {
+		if src.Synthetic {
+			logger.Warn("SYNTHETIC market data: answers from this feed are generated, not market data, and say "+src.Name,
+				"feed", src.Kind, "mode", pay.mode, "allowed_by", allowedBy)
+		}
 	}
 
 	var serveErr error
@@ -270,6 +278,7 @@ type payments struct {
 	rpcURL      string
 	scenario    []service.DevnetContract
 	dex         *devnet.Dex // devnet only: the exchange the whale scan follows
+	genesis     common.Hash // of the chain: one devnet run, or Base
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
 	audit       *payment.Auditor // reads settlements back from the chain
@@ -333,6 +342,12 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		p.close()
 		return nil, fmt.Errorf("chain rpc %s: chain id %v (%v); want %d (Base)", rpcURL, id, err, baseChainID)
 	}
+	genesis, err := client.HeaderByNumber(ctx, big.NewInt(0))
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("chain rpc %s: genesis block: %w", redactURL(rpcURL), err)
+	}
+	p.genesis = genesis.Hash()
 	if p.audit, err = payment.NewAuditor(payment.DefaultAuditConfig(), client); err != nil {
 		p.close()
 		return nil, err
@@ -373,6 +388,42 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		Facilitator: facilitatorName,
 	}
 	return p, nil
+}
+
+// deployment is what the ledger of these payments belongs to.
+func (p *payments) deployment() store.Deployment {
+	return store.Deployment{Mode: p.mode, Network: p.gateConfig.Network, Asset: p.gateConfig.Asset.Hex(), Genesis: p.genesis.Hex()}
+}
+
+// openLedger opens the store of dir for deployment d. A store of another
+// deployment is refused, except that a devnet restart (a new chain) puts
+// the previous run's database aside in dir/previous, replacing the one
+// there, and starts an empty ledger: revenue of a chain that no longer
+// exists is never shown (docs/payments.md "Ledger").
+func openLedger(ctx context.Context, dir string, d store.Deployment, logger *slog.Logger) (*store.SQLite, error) {
+	db, err := store.OpenSQLite(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", dir, err)
+	}
+	err = db.Bind(ctx, d)
+	var m *store.MismatchError
+	if errors.As(err, &m) && m.PreviousDevnetRun() {
+		db.Close()
+		prev := filepath.Join(dir, "previous")
+		if err := store.MoveSQLite(dir, prev); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", dir, err)
+		}
+		logger.Info("devnet restart: a new chain starts a new ledger; the previous run's is in "+prev, "previous_genesis", m.Have.Genesis, "genesis", d.Genesis)
+		if db, err = store.OpenSQLite(ctx, dir); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", dir, err)
+		}
+		err = db.Bind(ctx, d)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s (--data-dir): %w", dir, err)
+	}
+	return db, nil
 }
 
 // redactURL keeps the scheme and host of a URL: RPC providers put API
@@ -427,37 +478,46 @@ func (g gateCounters) Counters(ctx context.Context) (map[string]service.OpCounte
 	return out, nil
 }
 
-// newCandles builds the candle store: Coinbase Exchange at --candles-url,
-// or the devnet's synthetic feed when none is set.
+// syntheticWhy says, in /tollgate's source descriptions, why a synthetic
+// feed is served.
+func syntheticWhy(cfg *config) string {
+	if cfg.production() {
+		return "; served outside devnet because --synthetic-market-data is set"
+	}
+	return " (devnet)"
+}
+
+// newCandles builds the candle store over the feed validate chose:
+// Coinbase Exchange at its URL, or the synthetic generator.
 func newCandles(cfg *config) (*market.Cache, service.DataSource, error) {
 	var src market.Source = market.NewDevnet()
 	desc := service.DataSource{Kind: "candles", Name: src.Name(), Synthetic: true,
-		Description: "deterministic synthetic OHLCV generated in process (devnet); not market data"}
-	if cfg.CandlesURL != "" {
-		cb, err := market.NewCoinbase(market.DefaultCoinbaseConfig(cfg.CandlesURL), &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+		Description: "deterministic synthetic OHLCV generated in process" + syntheticWhy(cfg) + "; not market data"}
+	if !cfg.candles.synthetic() {
+		cb, err := market.NewCoinbase(market.DefaultCoinbaseConfig(cfg.candles.url), &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
 		if err != nil {
 			return nil, desc, err
 		}
 		src = cb
-		desc = service.DataSource{Kind: "candles", Name: cb.Name(), Description: "Coinbase Exchange public candles at " + cfg.CandlesURL}
+		desc = service.DataSource{Kind: "candles", Name: cb.Name(), Description: "Coinbase Exchange public candles at " + cfg.candles.url}
 	}
 	cache, err := market.NewCache(src, market.DefaultCacheConfig())
 	return cache, desc, err
 }
 
-// newEquities returns the equity feed: Yahoo Finance at --equities-url,
-// else the devnet's synthetic session bars.
+// newEquities returns the equity feed validate chose: Yahoo Finance at its
+// URL, or the synthetic session bars.
 func newEquities(cfg *config) (service.EquityBars, service.DataSource, error) {
-	if cfg.EquitiesURL == "" {
+	if cfg.equities.synthetic() {
 		return market.NewDevnetEquities(), service.DataSource{Kind: "equities", Name: "devnet-synthetic", Synthetic: true,
-			Description: "deterministic synthetic NSE session bars generated in process (devnet); not market data"}, nil
+			Description: "deterministic synthetic NSE session bars generated in process" + syntheticWhy(cfg) + "; not market data"}, nil
 	}
-	y, err := market.NewYahoo(market.YahooConfig{BaseURL: cfg.EquitiesURL, RequestTimeout: 15 * time.Second, Days: 200},
+	y, err := market.NewYahoo(market.YahooConfig{BaseURL: cfg.equities.url, RequestTimeout: 15 * time.Second, Days: 200},
 		&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
 	if err != nil {
 		return nil, service.DataSource{}, err
 	}
-	return y, service.DataSource{Kind: "equities", Name: "yahoo-finance", Description: "Yahoo Finance chart API at " + cfg.EquitiesURL}, nil
+	return y, service.DataSource{Kind: "equities", Name: "yahoo-finance", Description: "Yahoo Finance chart API at " + cfg.equities.url}, nil
 }
 
 // dialTarget returns an address the gateway can dial to reach lis: an
