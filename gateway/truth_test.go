@@ -13,8 +13,8 @@ import (
 	"github.com/tollgate/tollgate/service/rules/rulestest"
 )
 
-// TestMarketAnswersRederiveFromTheirWindow runs /regime, /signal-pack and
-// /candles through the real gateway against a local exchange whose
+// TestMarketAnswersRederiveFromTheirWindow runs /regime, /signal-pack,
+// /signal, /forecast and /candles through the real gateway against a local exchange whose
 // history the test knows, takes the window each answer names
 // (inputs.firstCandle .. inputs.lastCandle, inputs.closes; the 100
 // candles of /candles), rebuilds it from the exchange's history by the
@@ -106,6 +106,33 @@ func TestMarketAnswersRederiveFromTheirWindow(t *testing.T) {
 	}
 	if p.Components != 4 || p.RSI.Period != 14 || p.Volatility.BaselineWindowHours != 720 || p.Inputs.WindowHours != 720 {
 		t.Errorf("/signal-pack constants: components %d period %d baseline %d window %d", p.Components, p.RSI.Period, p.Volatility.BaselineWindowHours, p.Inputs.WindowHours)
+	}
+
+	// /forecast's lastClose is the same last close, and /signal reads the
+	// same window through the same rules, plus the gate over the model's
+	// expected return.
+	var f struct {
+		LastClose, ExpectedReturnPct float64
+		Closes                       []float64
+	}
+	decodeJSON(t, s.do(t, "GET", "/forecast?product=ETH-USD&pred_len=24"), &f)
+	if f.LastClose != want.Close || len(f.Closes) != 24 {
+		t.Errorf("/forecast lastClose %v (%d closes), want %v", f.LastClose, len(f.Closes), want.Close)
+	} else if ret := (f.Closes[23]/f.LastClose - 1) * 100; math.Abs(ret-f.ExpectedReturnPct) > 1e-9 {
+		t.Errorf("/forecast expectedReturnPct %v, want %v from its closes", f.ExpectedReturnPct, ret)
+	}
+	var sig struct {
+		Gate, Regime      string
+		ExpectedReturnPct *float64
+		RSI, EmaGapPct    float64
+	}
+	decodeJSON(t, s.do(t, "GET", "/signal?product=ETH-USD"), &sig)
+	checkNear(t, "/signal", map[string][2]float64{"rsi": {sig.RSI, want.RSI}, "emaGapPct": {sig.EmaGapPct, want.GapPct}})
+	if sig.ExpectedReturnPct == nil || *sig.ExpectedReturnPct != f.ExpectedReturnPct {
+		t.Errorf("/signal expectedReturnPct %s, want /forecast's %v", ptrString(sig.ExpectedReturnPct), f.ExpectedReturnPct)
+	}
+	if want.Margin > 1e-9 && (sig.Regime != want.Regime || sig.Gate != rulestest.Gate(want.Regime, sig.ExpectedReturnPct, want.RSI)) {
+		t.Errorf("/signal %s %s, want %s %s", sig.Regime, sig.Gate, want.Regime, rulestest.Gate(want.Regime, sig.ExpectedReturnPct, want.RSI))
 	}
 
 	// /candles: the indicators re-derive from the 100 candles returned,

@@ -102,6 +102,7 @@ func TestEveryFieldRederives(t *testing.T) {
 	t.Parallel()
 	const seeds = 8
 	cases, nearThreshold := 0, 0
+	gates := map[string]int{}
 	for _, sh := range shapes() {
 		for _, n := range lengths {
 			for seed := range uint64(seeds) {
@@ -128,8 +129,23 @@ func TestEveryFieldRederives(t *testing.T) {
 				if err != nil || s != p.Snapshot || rules.Classify(s) != p.Regime {
 					t.Errorf("%s: Analyze/Classify (%+v, %v) differ from the pack's", name, s, err)
 				}
+				// /signal adds the gate over the regime, RSI and a model's
+				// expected return.
+				if ambiguous(p, want) {
+					continue
+				}
+				for _, e := range []*float64{nil, ptr(-1), ptr(0.1999), ptr(0.2), ptr(3)} {
+					got := map[bool]string{true: "GO", false: "NO-GO"}[rules.Gate(p.Regime, e, p.RSI)]
+					if w := rulestest.Gate(want.Regime, e, want.RSI); got != w {
+						t.Errorf("%s: gate(expected %s) = %s, want %s", name, fmtPtr(e), got, w)
+					}
+					gates[got]++
+				}
 			}
 		}
+	}
+	if gates["GO"] == 0 || gates["NO-GO"] == 0 {
+		t.Errorf("gates %v: the generators never open or never shut the gate", gates)
 	}
 	if nearThreshold > cases/100 {
 		t.Errorf("%d of %d series sit on a threshold: the generators test rounding, not the rules", nearThreshold, cases)
@@ -177,6 +193,8 @@ func near(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b))
 }
 
+func ptr(v float64) *float64 { return &v }
+
 func nearPtr(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || near(*a, *b)) }
 
 func fmtPtr(p *float64) string {
@@ -206,7 +224,7 @@ func ambiguous(p rules.Pack, want rulestest.Want) bool {
 	}{
 		{p.GapPct, want.GapPct, []float64{rules.TrendGapPct, -rules.TrendGapPct}},
 		{p.SlopePct, want.SlopePct, []float64{rules.TrendSlopeTolPct, -rules.TrendSlopeTolPct, rules.SlopeFlatPct, -rules.SlopeFlatPct}},
-		{p.RSI, want.RSI, []float64{rules.TrendRSIMid, rules.RangeRSILow, rules.RangeRSIHigh, rules.RSIUp, rules.RSIDown}},
+		{p.RSI, want.RSI, []float64{rules.TrendRSIMid, rules.RangeRSILow, rules.RangeRSIHigh, rules.RSIUp, rules.RSIDown, rules.GateRSICeiling}},
 		{p.RSIDelta3, want.RSIDelta3, []float64{rules.MomentumFlatPts, -rules.MomentumFlatPts}},
 		{ratio(p.Volatility.Ratio), ratio(want.Volatility.Ratio), []float64{rules.VolHighRatio, rules.VolLowRatio}},
 	} {

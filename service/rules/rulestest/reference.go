@@ -28,6 +28,8 @@ const (
 	volWindow, minBaselineRuns = 24, 168
 	volHigh, volLow            = 1.5, 0.67
 
+	gateMinReturnPct, gateRSICeiling = 0.20, 70.0
+
 	// MinCloses is the shortest series the rules answer: EMA30 is first
 	// defined at index 29 and the slope looks 3 bars further back.
 	MinCloses = emaSlow + slopeBars
@@ -53,7 +55,8 @@ type Want struct {
 	Disagree []string
 
 	// Margin is the smallest distance of a value the discrete rules compare
-	// (gap, slope, RSI, delta3, volatility ratio) to one of its thresholds.
+	// (gap, slope, RSI, delta3, volatility ratio) to one of its thresholds,
+	// the /signal gate's RSI ceiling included.
 	// Two faithful implementations can round to opposite sides of a
 	// threshold only when it is below about 1e-9.
 	Margin float64
@@ -130,12 +133,22 @@ func Derive(closes []float64) (w Want, ok bool) {
 	}
 	near(w.GapPct, trendGap, -trendGap)
 	near(w.SlopePct, trendSlopeTol, -trendSlopeTol, slopeFlat, -slopeFlat)
-	near(w.RSI, trendRSIMid, rangeRSILow, rangeRSIHigh, rsiUp, rsiDown)
+	near(w.RSI, trendRSIMid, rangeRSILow, rangeRSIHigh, rsiUp, rsiDown, gateRSICeiling)
 	near(w.RSIDelta3, momentumFlat, -momentumFlat)
 	if r := w.Volatility.Ratio; r != nil {
 		near(*r, volHigh, volLow)
 	}
 	return w, true
+}
+
+// Gate is the /signal gate of docs/rules.md: "GO" in TREND-UP with a
+// model expected return of at least 0.20 % and RSI(14) at most 70, else
+// "NO-GO" (also without a model answer, expectedReturnPct nil).
+func Gate(regime string, expectedReturnPct *float64, rsi float64) string {
+	if regime == "TREND-UP" && expectedReturnPct != nil && *expectedReturnPct >= gateMinReturnPct && rsi <= gateRSICeiling {
+		return "GO"
+	}
+	return "NO-GO"
 }
 
 // regime is the regime table of docs/rules.md, first match wins.
