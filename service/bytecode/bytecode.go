@@ -1,9 +1,3 @@
-// Package bytecode reads EVM runtime bytecode without running it: a linear
-// disassembly that skips PUSH data, the solc metadata trailer, the
-// function selectors a Solidity-style dispatcher compares the calldata
-// against, minimal-proxy (EIP-1167, ERC-7511) and EIP-7702 delegation
-// shapes, and the presence of DELEGATECALL and SELFDESTRUCT. Pure
-// functions, no I/O; what the findings mean is service/rugcheck's.
 package bytecode
 
 import (
@@ -11,97 +5,90 @@ import (
 	"slices"
 )
 
-// Opcodes the scanner cares about.
-const (
-	opEQ           = 0x14
-	opPUSH0        = 0x5f
-	opPUSH1        = 0x60
-	opPUSH4        = 0x63
-	opPUSH32       = 0x7f
-	opDUP1         = 0x80
-	opDUP2         = 0x81
-	opDELEGATECALL = 0xf4
-	opSELFDESTRUCT = 0xff
-)
-
 // Selector is a 4-byte function selector.
 type Selector [4]byte
 
 // Scan is what a bytecode reveals.
 type Scan struct {
-	// Size is the length of the code, metadata included.
+	// Size is the length of the code, metadata and appended data included.
 	Size int
-	// Metadata reports that a solc CBOR metadata trailer was found and
-	// left out of the disassembly.
+	// Metadata reports that a solc CBOR metadata trailer was found; it is
+	// never analysed as code.
 	Metadata bool
-	// Selectors are the dispatcher's selectors, sorted and unique.
+	// Selectors are the selectors reachable code compares the calldata's
+	// first four bytes against, sorted and unique.
 	Selectors []Selector
-	// DelegateCall and SelfDestruct report those opcodes in the code.
+	// DelegateCall and SelfDestruct report those opcodes in reachable code.
 	DelegateCall bool
 	SelfDestruct bool
+	// Forwarders are the reachable DELEGATECALL sites, sorted by pc, with
+	// where the called address comes from.
+	Forwarders []Forwarder
+	// Unresolved counts the reachable JUMP and JUMPI instructions whose
+	// target is not a constant; each may go to any JUMPDEST before the data
+	// boundary (see the package documentation). Zero for solc output.
+	Unresolved int
+	// CodeEnd is one past the last reachable instruction. Bytes after it
+	// (solc's embedded creation code of children, appended data, the
+	// metadata trailer) were not analysed as code.
+	CodeEnd int
 }
 
-// Analyze scans code.
+// Origin says where the address a DELEGATECALL calls comes from.
+type Origin uint8
+
+// Origins of a delegate-called address.
+const (
+	// OriginUnknown: computed, or read from calldata, memory, a mapping or
+	// another call; not resolved statically.
+	OriginUnknown Origin = iota
+	// OriginSlot: SLOAD of a constant storage slot, [Forwarder.Slot].
+	OriginSlot
+	// OriginConstant: a constant in the code, [Forwarder.Address]: an
+	// EIP-1167 clone's PUSH20, or a Solidity immutable (all zero in
+	// compiler output, the real address in deployed code).
+	OriginConstant
+	// OriginSelf: ADDRESS, the contract's own code (Multicall-style).
+	OriginSelf
+)
+
+// String names the origin: "unknown", "slot", "constant" or "self".
+func (o Origin) String() string {
+	switch o {
+	case OriginSlot:
+		return "slot"
+	case OriginConstant:
+		return "constant"
+	case OriginSelf:
+		return "self"
+	}
+	return "unknown"
+}
+
+// Forwarder is one reachable DELEGATECALL and the origin of the address it
+// calls. A DELEGATECALL reached with different origins (through different
+// callers of a shared internal function) appears once per origin.
+type Forwarder struct {
+	// PC is the DELEGATECALL's offset in the code.
+	PC int
+	// Origin says which of Slot and Address is set.
+	Origin Origin
+	// Slot is the storage slot read, big-endian, for OriginSlot.
+	Slot [32]byte
+	// Address is the constant address (the low 20 bytes of the pushed
+	// word), for OriginConstant.
+	Address [20]byte
+}
+
+// Analyze scans code: its reachable instructions from pc 0, leaving out
+// appended data and the metadata trailer (see the package documentation).
 func Analyze(code []byte) Scan {
 	body, meta := StripMetadata(code)
 	s := Scan{Size: len(code), Metadata: meta}
-	// Walk the instructions, remembering the last three so a dispatcher
-	// comparison can be recognised: DUP1 PUSHn sel EQ (solc's usual form)
-	// or PUSHn sel DUP2 EQ (some optimizer outputs).
-	var prev [3]instruction
-	seen := map[Selector]bool{}
-	for pc := 0; pc < len(body); {
-		op := body[pc]
-		var data []byte
-		if op >= opPUSH1 && op <= opPUSH32 {
-			n := int(op-opPUSH1) + 1
-			end := min(pc+1+n, len(body))
-			data = body[pc+1 : end]
-			pc = end
-		} else {
-			pc++
-		}
-		switch op {
-		case opDELEGATECALL:
-			s.DelegateCall = true
-		case opSELFDESTRUCT:
-			s.SelfDestruct = true
-		case opEQ:
-			var push instruction
-			switch {
-			case prev[1].op == opDUP1 && isSelectorPush(prev[2]):
-				push = prev[2]
-			case isSelectorPush(prev[1]) && prev[2].op == opDUP2:
-				push = prev[1]
-			}
-			if push.op != 0 {
-				var sel Selector
-				copy(sel[4-len(push.data):], push.data) // PUSH1-PUSH3: leading zero bytes were dropped
-				if !seen[sel] {
-					seen[sel] = true
-					s.Selectors = append(s.Selectors, sel)
-				}
-			}
-		}
-		prev[0], prev[1], prev[2] = prev[1], prev[2], instruction{op, data}
-	}
-	slices.SortFunc(s.Selectors, func(a, b Selector) int { return bytes.Compare(a[:], b[:]) })
+	a := newAnalysis(code, len(body))
+	a.run()
+	a.report(&s)
 	return s
-}
-
-// instruction is an opcode and its PUSH data, if any.
-type instruction struct {
-	op   byte
-	data []byte
-}
-
-// isSelectorPush accepts PUSH2-PUSH4 (solc pushes a selector with leading
-// zero bytes in fewer bytes: blockBots(address[]) = 0x00b8cf2a is PUSH3).
-// PUSH1 is left out: DUP1 PUSH1 1 EQ is an ordinary comparison in real
-// code, and a selector with three leading zero bytes is a 1 in 16 million
-// event.
-func isSelectorPush(i instruction) bool {
-	return i.op > opPUSH1 && i.op <= opPUSH4 && len(i.data) == int(i.op-opPUSH1)+1
 }
 
 // StripMetadata removes solc's CBOR metadata trailer: its length is the

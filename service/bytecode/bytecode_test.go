@@ -3,8 +3,6 @@ package bytecode_test
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +20,15 @@ func sel(sig string) bytecode.Selector {
 	return s
 }
 
+func sels(sigs ...string) []bytecode.Selector {
+	var out []bytecode.Selector
+	for _, s := range sigs {
+		out = append(out, sel(s))
+	}
+	slices.SortFunc(out, func(a, b bytecode.Selector) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
 func hexb(t *testing.T, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(strings.TrimPrefix(strings.ReplaceAll(s, " ", ""), "0x"))
@@ -31,86 +38,193 @@ func hexb(t *testing.T, s string) []byte {
 	return b
 }
 
-// TestRealSolcOutput: on the devnet token, compiled by solc 0.8.37 with
-// the optimizer, the dispatcher's selectors are exactly the ABI's functions.
-func TestRealSolcOutput(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../../devnet/artifacts/USDToken.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var art struct {
-		ABI []struct {
-			Type, Name string
-			Inputs     []struct{ Type string }
-		}
-		DeployedBytecode string
-	}
-	if err := json.Unmarshal(raw, &art); err != nil {
-		t.Fatal(err)
-	}
-	var want []bytecode.Selector
-	for _, f := range art.ABI {
-		if f.Type != "function" {
-			continue
-		}
-		var types []string
-		for _, in := range f.Inputs {
-			types = append(types, in.Type)
-		}
-		want = append(want, sel(f.Name+"("+strings.Join(types, ",")+")"))
-	}
-	slices.SortFunc(want, func(a, b bytecode.Selector) int { return bytes.Compare(a[:], b[:]) })
-	s := bytecode.Analyze(hexb(t, art.DeployedBytecode))
-	if !slices.Equal(s.Selectors, want) {
-		t.Errorf("selectors %x\nwant      %x", s.Selectors, want)
-	}
-	if s.DelegateCall || s.SelfDestruct {
-		t.Errorf("token scan %+v", s)
-	}
-}
+// Selectors used by the hand-assembled dispatchers.
+const (
+	mint      = "0x40c10f19" // mint(address,uint256)
+	pause     = "0x8456cb59" // pause()
+	blockBots = "0xb8cf2a"   // blockBots(address[]), 0x00b8cf2a pushed in three bytes
+	owner     = "0x8da5cb5b" // owner()
+	// prologue leaves the selector on the stack, as solc >= 0.5 does.
+	prologue = "PUSH0 CALLDATALOAD PUSH1 0xe0 SHR "
+	// bodies are the functions' code: each stops, so the tests see only
+	// what the dispatcher reaches.
+	bodies = " PUSH0 DUP1 REVERT f1: JUMPDEST STOP f2: JUMPDEST STOP f3: JUMPDEST STOP "
+)
 
-func TestEdgeCases(t *testing.T) {
+func TestDispatchers(t *testing.T) {
 	t.Parallel()
-	const dispatch = "80 63 40c10f19 14" // DUP1 PUSH4 mint(address,uint256) EQ
 	tests := []struct {
 		name string
-		code string
+		asm  string
 		want []bytecode.Selector
-		meta bool
 	}{
-		{"DUP1 PUSH4 EQ", dispatch, []bytecode.Selector{sel("mint(address,uint256)")}, false},
-		{"PUSH4 DUP2 EQ", "63 8456cb59 81 14", []bytecode.Selector{sel("pause()")}, false},
-		{"PUSH3 selector with a leading zero byte", "80 62 b8cf2a 14", []bytecode.Selector{sel("blockBots(address[])")}, false},
-		{"PUSH2 selector", "80 61 012a 14", []bytecode.Selector{{0, 0, 1, 0x2a}}, false},
-		{"PUSH1 comparison is not a selector", "80 60 01 14", nil, false},
-		{"selector-looking bytes inside PUSH32 data", "7f 00 80 63 40c10f19 14" + strings.Repeat("00", 25) + " 00", nil, false},
-		{"PUSH4 constant without a comparison (Panic)", "63 4e487b71 60 00 52", nil, false},
-		{"PUSH5 is not a selector", "80 64 0040c10f19 14", nil, false},
-		{"truncated PUSH at the end", "80 63 40c1", nil, false},
-		{"metadata trailer ignored", dispatch + " a2 64 69706673 58 22 " + strings.Repeat("80 63 8456cb59 14", 2) + " 00 16", []bytecode.Selector{sel("mint(address,uint256)")}, true},
-		{"no metadata", dispatch + " 00", []bytecode.Selector{sel("mint(address,uint256)")}, false},
-		{"duplicates collapse", dispatch + " " + dispatch, []bytecode.Selector{sel("mint(address,uint256)")}, false},
+		{"solc DUP1 PUSH4 EQ", prologue + "DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI DUP1 PUSH4 " + pause + " EQ PUSH2 @f2 JUMPI" + bodies,
+			sels("mint(address,uint256)", "pause()")},
+		{"PUSH4 DUP2 EQ", prologue + "PUSH4 " + pause + " DUP2 EQ PUSH2 @f1 JUMPI" + bodies, sels("pause()")},
+		{"PUSH3: selector with a leading zero byte", prologue + "DUP1 PUSH3 " + blockBots + " EQ PUSH2 @f1 JUMPI" + bodies, sels("blockBots(address[])")},
+		{"PUSH1 compared with the selector", prologue + "DUP1 PUSH1 0x2a EQ PUSH2 @f1 JUMPI" + bodies, []bytecode.Selector{{0, 0, 0, 0x2a}}},
+		{"XOR ISZERO JUMPI", prologue + "DUP1 PUSH4 " + mint + " XOR ISZERO PUSH2 @f1 JUMPI" + bodies, sels("mint(address,uint256)")},
+		{"Vyper: PUSH4 DUP2 XOR JUMPI to the next check", prologue +
+			"PUSH4 " + mint + " DUP2 XOR PUSH2 @next JUMPI STOP next: JUMPDEST PUSH4 " + pause + " DUP2 XOR PUSH2 @f1 JUMPI STOP" + bodies,
+			sels("mint(address,uint256)", "pause()")},
+		{"SUB with inverted sense", prologue + "DUP1 PUSH4 " + mint + " SUB PUSH2 @next JUMPI STOP next: JUMPDEST PUSH4 " + owner + " DUP2 SUB PUSH2 @f1 JUMPI STOP" + bodies,
+			sels("mint(address,uint256)", "owner()")},
+		{"full-word PUSH32 against calldataload(0)",
+			"PUSH0 CALLDATALOAD DUP1 PUSH32 " + mint + strings.Repeat("00", 28) + " EQ PUSH2 @f1 JUMPI" + bodies,
+			sels("mint(address,uint256)")},
+		{"top four bytes masked in place",
+			"PUSH0 CALLDATALOAD PUSH32 0xffffffff" + strings.Repeat("00", 28) + " AND DUP1 PUSH32 " + pause + strings.Repeat("00", 28) + " EQ PUSH2 @f1 JUMPI" + bodies,
+			sels("pause()")},
+		{"full word with argument bytes is not a selector",
+			"PUSH0 CALLDATALOAD PUSH32 " + mint + strings.Repeat("01", 28) + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
+		{"old solc: DIV by 2**224, AND 0xffffffff",
+			"PUSH1 0 CALLDATALOAD PUSH29 0x01" + strings.Repeat("00", 28) + " SWAP1 DIV PUSH4 0xffffffff AND DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI" + bodies,
+			sels("owner()")},
+		{"binary search: a pivot only compared by GT is not a selector", prologue +
+			"DUP1 PUSH4 0x50000000 GT PUSH2 @low JUMPI DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI DUP1 PUSH4 " + pause + " EQ PUSH2 @f2 JUMPI STOP " +
+			"low: JUMPDEST DUP1 PUSH4 " + mint + " EQ PUSH2 @f3 JUMPI STOP" + bodies,
+			sels("owner()", "pause()", "mint(address,uint256)")},
+		{"binary search: LT pivot that is also a function", prologue +
+			"DUP1 PUSH4 " + owner + " LT PUSH2 @high JUMPI DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI DUP1 PUSH4 " + mint + " EQ PUSH2 @f2 JUMPI STOP " +
+			"high: JUMPDEST DUP1 PUSH4 " + pause + " EQ PUSH2 @f3 JUMPI STOP" + bodies,
+			sels("owner()", "pause()", "mint(address,uint256)")},
+		{"a comparison with calldata at another offset is not a selector",
+			"PUSH1 4 CALLDATALOAD DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
+		{"a PUSH4 constant without a comparison (Panic)", prologue + "PUSH4 0x4e487b71 PUSH0 MSTORE STOP", nil},
+		{"PUSH5 compared with the selector", prologue + "DUP1 PUSH5 0x0040c10f19 EQ PUSH2 @f1 JUMPI" + bodies, sels("mint(address,uint256)")},
+		{"selector-looking bytes inside PUSH32 data", prologue + "PUSH32 0x0080630a0b0c0d14" + strings.Repeat("00", 24) + " POP STOP", nil},
+		{"stack underflow halts: DUP1 at pc 0", "DUP1 PUSH4 " + mint + " EQ STOP", nil},
+		{"selector below a return address: found after the call returns", prologue +
+			"PUSH2 @ret PUSH2 @fn JUMP " +
+			"ret: JUMPDEST DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI STOP " +
+			"fn: JUMPDEST PUSH1 1 POP JUMP" + bodies,
+			sels("mint(address,uint256)")},
+		{"return address moved by SWAP", prologue +
+			"PUSH2 @ret PUSH1 7 PUSH2 @fn JUMP " +
+			"ret: JUMPDEST POP DUP1 PUSH4 " + pause + " EQ PUSH2 @f1 JUMPI STOP " +
+			"fn: JUMPDEST SWAP1 JUMP" + bodies,
+			sels("pause()")},
+		{"unreachable code after STOP", prologue + "STOP DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
+		{"jump to a constant that is not a JUMPDEST", prologue + "PUSH2 @notdest JUMP notdest: DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
+		{"a loop ends", prologue + "loop: JUMPDEST DUP1 PUSH4 " + mint + " EQ PUSH2 @loop JUMPI PUSH2 @loop JUMP", sels("mint(address,uint256)")},
+		{"recursion ends", prologue + "PUSH2 @exit PUSH2 @rec JUMP " +
+			"rec: JUMPDEST PUSH0 CALLDATALOAD PUSH2 @done JUMPI PUSH2 @back PUSH2 @rec JUMP back: JUMPDEST done: JUMPDEST JUMP " +
+			"exit: JUMPDEST DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI STOP" + bodies,
+			sels("owner()")},
+		{"Vyper-style jump table: target from memory, selector kept on the stack", prologue +
+			"PUSH1 2 DUP2 MOD PUSH1 1 SHL PUSH2 @table ADD PUSH1 2 SWAP1 PUSH1 0x1e CODECOPY PUSH0 MLOAD JUMP " +
+			"b0: JUMPDEST PUSH4 " + mint + " DUP2 XOR PUSH2 @fail JUMPI PUSH2 @f1 JUMP " +
+			"b1: JUMPDEST PUSH4 " + pause + " DUP2 XOR PUSH2 @fail JUMPI PUSH2 @f2 JUMP " +
+			"fail: JUMPDEST PUSH0 DUP1 REVERT f1: JUMPDEST STOP f2: JUMPDEST STOP " +
+			"INVALID table: 0x0000 " +
+			// Appended after the data boundary: a child's dispatcher.
+			"JUMPDEST " + prologue + "DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI STOP",
+			sels("mint(address,uint256)", "pause()")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := bytecode.Analyze(hexb(t, tt.code))
-			if !slices.Equal(s.Selectors, tt.want) || s.Metadata != tt.meta {
-				t.Errorf("selectors %x metadata %v; want %x %v", s.Selectors, s.Metadata, tt.want, tt.meta)
+			s := bytecode.Analyze(asm(t, tt.asm))
+			if !slices.Equal(s.Selectors, tt.want) {
+				t.Errorf("selectors %x, want %x", s.Selectors, tt.want)
 			}
 		})
 	}
 }
 
-func TestOpcodesAndProxies(t *testing.T) {
+func TestReachability(t *testing.T) {
 	t.Parallel()
-	if s := bytecode.Analyze(hexb(t, "60 00 f4 ff")); !s.DelegateCall || !s.SelfDestruct {
+	tests := []struct {
+		name                   string
+		asm                    string
+		delegate, selfdestruct bool
+		unresolved             int
+	}{
+		{name: "DELEGATECALL and SELFDESTRUCT reachable",
+			asm:      "PUSH0 DUP1 DUP1 DUP1 DUP1 GAS DELEGATECALL PUSH0 SELFDESTRUCT",
+			delegate: true, selfdestruct: true},
+		{name: "only in PUSH data", asm: "PUSH2 0xf4ff STOP"},
+		{name: "only after STOP (appended data)", asm: "STOP PUSH0 DUP1 DUP1 DUP1 DUP1 GAS DELEGATECALL PUSH0 SELFDESTRUCT"},
+		{name: "behind a JUMPI", asm: "PUSH0 CALLDATALOAD PUSH2 @kill JUMPI STOP kill: JUMPDEST CALLER SELFDESTRUCT", selfdestruct: true},
+		{name: "unresolved jump reaches every JUMPDEST before the data boundary",
+			asm: "PUSH0 CALLDATALOAD JUMP a: JUMPDEST CALLER SELFDESTRUCT INVALID " +
+				"JUMPDEST PUSH0 DUP1 DUP1 DUP1 DUP1 GAS DELEGATECALL",
+			selfdestruct: true, unresolved: 1},
+		{name: "the boundary moves past INVALIDs inside reachable code",
+			asm: "PUSH2 @b JUMP INVALID c: JUMPDEST CALLER SELFDESTRUCT b: JUMPDEST PUSH0 CALLDATALOAD JUMP " +
+				"INVALID JUMPDEST PUSH0 DUP1 DUP1 DUP1 DUP1 GAS DELEGATECALL",
+			selfdestruct: true, unresolved: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := bytecode.Analyze(asm(t, tt.asm))
+			if s.DelegateCall != tt.delegate || s.SelfDestruct != tt.selfdestruct || s.Unresolved != tt.unresolved {
+				t.Errorf("delegatecall %v selfdestruct %v unresolved %d; want %v %v %d",
+					s.DelegateCall, s.SelfDestruct, s.Unresolved, tt.delegate, tt.selfdestruct, tt.unresolved)
+			}
+		})
+	}
+}
+
+func TestForwarders(t *testing.T) {
+	t.Parallel()
+	const (
+		slot = "0x360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc"
+		addr = "0xbebebebebebebebebebebebebebebebebebebebe"
+		// call delegate-calls the address on top of the stack with the calldata.
+		call = " CALLDATASIZE PUSH0 DUP1 CALLDATACOPY PUSH0 DUP1 CALLDATASIZE PUSH0 SWAP4 GAS DELEGATECALL STOP"
+	)
+	var slotWord [32]byte
+	var addrWord [20]byte
+	copy(slotWord[:], mustHex(t, slot))
+	copy(addrWord[:], mustHex(t, addr))
+	tests := []struct {
+		name string
+		asm  string
+		want bytecode.Forwarder
+	}{
+		{"PUSH32 slot SLOAD", "PUSH32 " + slot + " SLOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginSlot, Slot: slotWord}},
+		{"PUSH1 slot SLOAD", "PUSH1 0x02 SLOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginSlot, Slot: [32]byte{31: 2}}},
+		{"slot masked to an address by solc's (1<<160)-1", "PUSH1 1 PUSH1 1 PUSH1 0xa0 SHL SUB PUSH32 " + slot + " SLOAD AND" + call,
+			bytecode.Forwarder{Origin: bytecode.OriginSlot, Slot: slotWord}},
+		{"slot read in an internal function", "PUSH2 @ret PUSH2 @impl JUMP ret: JUMPDEST" + call + " impl: JUMPDEST PUSH32 " + slot + " SLOAD SWAP1 JUMP",
+			bytecode.Forwarder{Origin: bytecode.OriginSlot, Slot: slotWord}},
+		{"PUSH20 constant", "PUSH20 " + addr + call, bytecode.Forwarder{Origin: bytecode.OriginConstant, Address: addrWord}},
+		{"immutable: PUSH32 masked", "PUSH32 " + addr + " PUSH1 1 PUSH1 1 PUSH1 0xa0 SHL SUB AND" + call,
+			bytecode.Forwarder{Origin: bytecode.OriginConstant, Address: addrWord}},
+		{"ADDRESS", "ADDRESS" + call, bytecode.Forwarder{Origin: bytecode.OriginSelf}},
+		{"from calldata", "PUSH1 4 CALLDATALOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginUnknown}},
+		{"from a mapping", "CALLER PUSH0 MSTORE PUSH1 0x20 PUSH0 SHA3 SLOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginUnknown}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code := asm(t, tt.asm)
+			tt.want.PC = bytes.LastIndexByte(code, 0xf4)
+			s := bytecode.Analyze(code)
+			if want := []bytecode.Forwarder{tt.want}; !slices.Equal(s.Forwarders, want) || !s.DelegateCall {
+				t.Errorf("forwarders %+v, want %+v", s.Forwarders, want)
+			}
+		})
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	t.Parallel()
+	code := asm(t, prologue+"DUP1 PUSH4 "+mint+" EQ PUSH2 @f1 JUMPI"+bodies)
+	trailer := hexb(t, "a2 64 69706673 58 22"+strings.Repeat(" 80 63 8456cb59 14", 2)+" 00 16")
+	s := bytecode.Analyze(append(code, trailer...))
+	if !s.Metadata || !slices.Equal(s.Selectors, sels("mint(address,uint256)")) || s.Size != len(code)+len(trailer) || s.CodeEnd > len(code) {
 		t.Errorf("%+v", s)
 	}
-	if s := bytecode.Analyze(hexb(t, "61 f4ff")); s.DelegateCall || s.SelfDestruct {
-		t.Error("opcodes inside PUSH data counted")
+	if s := bytecode.Analyze(code); s.Metadata {
+		t.Error("metadata found in code without a trailer")
 	}
+}
+
+func TestOpcodesAndProxies(t *testing.T) {
+	t.Parallel()
 	impl := "bebebebebebebebebebebebebebebebebebebebe"
 	for kind, code := range map[string]string{
 		"eip1167": "363d3d373d3d3d363d73" + impl + "5af43d82803e903d91602b57fd5bf3",
@@ -119,6 +233,11 @@ func TestOpcodesAndProxies(t *testing.T) {
 		got, k, ok := bytecode.MinimalProxy(hexb(t, code))
 		if !ok || k != kind || hex.EncodeToString(got[:]) != impl {
 			t.Errorf("%s: %x %s %v", kind, got, k, ok)
+		}
+		// The clone's own code forwards to the constant address.
+		s := bytecode.Analyze(hexb(t, code))
+		if len(s.Forwarders) != 1 || s.Forwarders[0].Origin != bytecode.OriginConstant || hex.EncodeToString(s.Forwarders[0].Address[:]) != impl {
+			t.Errorf("%s: forwarders %+v", kind, s.Forwarders)
 		}
 	}
 	if _, _, ok := bytecode.MinimalProxy(hexb(t, "363d3d373d3d3d363d73"+impl+"5af43d82803e903d91602b57fd5bf300")); ok {
@@ -130,18 +249,5 @@ func TestOpcodesAndProxies(t *testing.T) {
 	}
 	if _, ok := bytecode.Delegation(hexb(t, "ef0100"+impl+"00")); ok {
 		t.Error("24 bytes is not a delegation")
-	}
-}
-
-// BenchmarkAnalyze24KiB scans a 24 KiB contract (target: at most 200 us).
-func BenchmarkAnalyze24KiB(b *testing.B) {
-	var code []byte
-	for len(code) < 24<<10 {
-		code = append(code, 0x80, 0x63, 0x40, 0xc1, 0x0f, 0x19, 0x14, 0x61, 0x01, 0x02, 0x57, 0x5b, 0x60, 0x00, 0x35)
-	}
-	code = code[:24<<10]
-	b.SetBytes(int64(len(code)))
-	for b.Loop() {
-		bytecode.Analyze(code)
 	}
 }

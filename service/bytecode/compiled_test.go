@@ -1,0 +1,251 @@
+package bytecode_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tollgate/tollgate/service/bytecode"
+)
+
+// artifact is the part of a devnet artifact or testdata fixture the tests
+// read: the ABI and the runtime code.
+type artifact struct {
+	ABI              []abiEntry
+	Bytecode         string
+	DeployedBytecode string
+}
+
+type abiEntry struct {
+	Type, Name string
+	Inputs     []abiParam
+}
+
+type abiParam struct {
+	Type       string
+	Components []abiParam
+}
+
+// canonical is a parameter's type as it appears in a signature: tuples
+// spelled out, array suffixes kept.
+func canonical(p abiParam) string {
+	if rest, ok := strings.CutPrefix(p.Type, "tuple"); ok {
+		var parts []string
+		for _, c := range p.Components {
+			parts = append(parts, canonical(c))
+		}
+		return "(" + strings.Join(parts, ",") + ")" + rest
+	}
+	return p.Type
+}
+
+// functions are the ABI's function selectors, sorted.
+func (a artifact) functions() []bytecode.Selector {
+	var sigs []string
+	for _, f := range a.ABI {
+		if f.Type != "function" {
+			continue
+		}
+		var types []string
+		for _, in := range f.Inputs {
+			types = append(types, canonical(in))
+		}
+		sigs = append(sigs, f.Name+"("+strings.Join(types, ",")+")")
+	}
+	return sels(sigs...)
+}
+
+func readArtifact(t *testing.T, path string) artifact {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a artifact
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return a
+}
+
+// compiled are the solc outputs the tests check: every devnet artifact and
+// the testdata fixtures (see testdata/compile.js).
+func compiled(t *testing.T) map[string]artifact {
+	t.Helper()
+	paths, err := filepath.Glob("../../devnet/artifacts/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("devnet artifacts: %v %d", err, len(paths))
+	}
+	fixtures, _ := filepath.Glob("testdata/*.json")
+	out := map[string]artifact{}
+	for _, p := range append(paths, fixtures...) {
+		out[strings.TrimSuffix(filepath.Base(p), ".json")] = readArtifact(t, p)
+	}
+	return out
+}
+
+// TestCompiled: on every contract compiled by solc (the devnet's, with the
+// optimizer; the fixtures' binary-search dispatchers, legacy and via-IR),
+// the selectors found are exactly the ABI's functions, every jump target
+// is resolved, and only the forwarders delegate-call.
+func TestCompiled(t *testing.T) {
+	t.Parallel()
+	for name, a := range compiled(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code := hexb(t, a.DeployedBytecode)
+			s := bytecode.Analyze(code)
+			if want := a.functions(); !slices.Equal(s.Selectors, want) {
+				t.Errorf("selectors %x\nwant      %x", s.Selectors, want)
+			}
+			if s.Unresolved != 0 {
+				t.Errorf("%d unresolved jumps", s.Unresolved)
+			}
+			forwarder := strings.Contains(name, "Proxy")
+			if s.DelegateCall != forwarder || (len(s.Forwarders) > 0) != forwarder || s.SelfDestruct {
+				t.Errorf("delegatecall %v forwarders %+v selfdestruct %v", s.DelegateCall, s.Forwarders, s.SelfDestruct)
+			}
+			if s.CodeEnd > len(code) || s.CodeEnd == 0 {
+				t.Errorf("code end %d of %d", s.CodeEnd, len(code))
+			}
+		})
+	}
+}
+
+// TestForwarderSlots: the devnet's EIP-1967 proxy and the fixture's proxy
+// with a slot of its own report the slot they read.
+func TestForwarderSlots(t *testing.T) {
+	t.Parallel()
+	all := compiled(t)
+	for name, slot := range map[string]string{
+		"UpgradeableProxy":       "360894a13ba1a3210667c828492db98dca3e2076cc3735a920a3ca505d382bbc",
+		"CustomSlotProxy.legacy": "78916641fae9c8549b3be1dd57881b7c135163c302d04808ab47c9b1c832d174",
+		"CustomSlotProxy.viair":  "78916641fae9c8549b3be1dd57881b7c135163c302d04808ab47c9b1c832d174",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, ok := all[name]
+			if !ok {
+				t.Skipf("no artifact %s", name)
+			}
+			s := bytecode.Analyze(hexb(t, a.DeployedBytecode))
+			if len(s.Forwarders) == 0 {
+				t.Fatal("no forwarder")
+			}
+			for _, f := range s.Forwarders {
+				if f.Origin != bytecode.OriginSlot || !bytes.Equal(f.Slot[:], hexb(t, slot)) {
+					t.Errorf("forwarder %+v (origin %s), want slot %s", f, f.Origin, slot)
+				}
+			}
+		})
+	}
+}
+
+// TestFactoryChildren: a factory's runtime code carries its child's
+// creation code (the child's dispatcher included, as a linear scan would
+// find it); the factory's selectors are its own functions only.
+func TestFactoryChildren(t *testing.T) {
+	t.Parallel()
+	all := compiled(t)
+	for _, tt := range []struct{ factory, child string }{
+		{"MiniFactory", "MiniPair"},
+		{"ManyFactory.legacy", "Many.legacy"},
+		{"ManyFactory.viair", "Many.viair"},
+	} {
+		t.Run(tt.factory, func(t *testing.T) {
+			t.Parallel()
+			f, ok := all[tt.factory]
+			c, ok2 := all[tt.child]
+			if !ok || !ok2 {
+				t.Skipf("no artifacts %s, %s", tt.factory, tt.child)
+			}
+			code := hexb(t, f.DeployedBytecode)
+			childCode := hexb(t, c.DeployedBytecode)
+			if !bytes.Contains(code, childCode[:len(childCode)/2]) {
+				t.Fatal("the factory does not carry the child's code: the test proves nothing")
+			}
+			s := bytecode.Analyze(code)
+			if want := f.functions(); !slices.Equal(s.Selectors, want) {
+				t.Errorf("selectors %x\nwant      %x", s.Selectors, want)
+			}
+			for _, sel := range c.functions() {
+				if s.Has(sel) && !slices.Contains(f.functions(), sel) {
+					t.Errorf("child's selector %x reported as the factory's", sel)
+				}
+			}
+			if s.CodeEnd >= bytes.Index(code, childCode[:len(childCode)/2]) {
+				t.Errorf("code end %d reaches into the child's code", s.CodeEnd)
+			}
+		})
+	}
+}
+
+// TestAppendedData: data appended after a token's runtime code (a child's
+// creation code, immutable arguments, a dispatcher-looking pattern, a
+// stray metadata-like trailer) changes nothing.
+func TestAppendedData(t *testing.T) {
+	t.Parallel()
+	all := compiled(t)
+	token, ok := all["CleanToken"]
+	child, ok2 := all["MintableToken"]
+	if !ok || !ok2 {
+		t.Skip("no CleanToken or MintableToken artifact")
+	}
+	code := hexb(t, token.DeployedBytecode)
+	want := bytecode.Analyze(code)
+	dispatch := asm(t, "JUMPDEST "+prologue+"DUP1 PUSH4 "+mint+" EQ PUSH2 0x0010 JUMPI JUMPDEST PUSH0 DUP1 DUP1 DUP1 DUP1 GAS DELEGATECALL CALLER SELFDESTRUCT")
+	for name, data := range map[string][]byte{
+		"creation code":    hexb(t, child.Bytecode),
+		"dispatcher shape": dispatch,
+		"address args":     append(bytes.Repeat([]byte{0xbe}, 20), bytes.Repeat([]byte{0x5b}, 12)...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := bytecode.Analyze(append(slices.Clip(code), data...))
+			if !slices.Equal(s.Selectors, want.Selectors) || s.DelegateCall || s.SelfDestruct || s.CodeEnd != want.CodeEnd {
+				t.Errorf("scan %+v\nwant %+v", s, want)
+			}
+		})
+	}
+}
+
+// BenchmarkAnalyze24KiB scans a 24 KiB contract (target: at most 200 us):
+// testdata/Big.viair.json, 120 functions compiled by solc with --via-ir
+// into 23,916 bytes of runtime code, all of it reachable.
+func BenchmarkAnalyze24KiB(b *testing.B) {
+	raw, err := os.ReadFile("testdata/Big.viair.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var a artifact
+	if err := json.Unmarshal(raw, &a); err != nil {
+		b.Fatal(err)
+	}
+	code := mustHex(b, a.DeployedBytecode)
+	b.SetBytes(int64(len(code)))
+	for b.Loop() {
+		bytecode.Analyze(code)
+	}
+}
+
+// BenchmarkAnalyzeArtifacts scans every devnet artifact and fixture once
+// per iteration: real solc output, all of it reachable code.
+func BenchmarkAnalyzeArtifacts(b *testing.B) {
+	var codes [][]byte
+	n := 0
+	for _, a := range compiled(&testing.T{}) {
+		c := mustHex(b, a.DeployedBytecode)
+		codes = append(codes, c)
+		n += len(c)
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, c := range codes {
+			bytecode.Analyze(c)
+		}
+	}
+}

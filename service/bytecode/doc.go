@@ -1,0 +1,69 @@
+// Package bytecode reads EVM runtime bytecode without running it against a
+// chain: which function selectors the dispatcher compares the calldata
+// against, whether reachable code can DELEGATECALL (and where the called
+// address comes from) or SELFDESTRUCT, and the minimal-proxy (EIP-1167,
+// ERC-7511) and EIP-7702 delegation shapes. Pure functions, no I/O; what
+// the findings mean (capabilities, proxies, verdicts) is service/rugcheck's.
+//
+// # Reachable code only
+//
+// A contract's code is not all its own: a factory carries its children's
+// creation code after its runtime code, a constructor may append data, and
+// solc appends a CBOR metadata trailer. [Analyze] therefore does not scan
+// the code linearly. It follows control flow from pc 0 with an abstract
+// stack: every value is either a PUSH constant, the selector (or the raw
+// calldata word it comes from), an SLOAD of a constant slot, ADDRESS, or an
+// opaque value. A block starts at pc 0, at a JUMPDEST, or after a JUMPI,
+// and ends at JUMP, JUMPI, STOP, RETURN, REVERT, INVALID, SELFDESTRUCT, an
+// undefined opcode, or the next JUMPDEST. A JUMP or JUMPI whose target is a
+// constant on the abstract stack (pushed just before it, or earlier and
+// moved by DUP/SWAP, including return addresses pushed by the caller of an
+// internal function several blocks before) goes to that JUMPDEST; a
+// constant that is not a JUMPDEST ends the path, as it ends execution.
+// Blocks are analysed once per distinct entry stack (context-sensitive, so
+// a shared internal function returns to each of its callers); after
+// [maxContexts] distinct entry stacks a block is analysed once more with a
+// stack of unknown depth and content, which keeps the work bounded and
+// stays sound (its jumps become unresolved, below).
+//
+// # Unresolved jumps
+//
+// A jump target that is not a constant (read from memory, storage, calldata
+// or computed, as Vyper's selector jump table and internal function
+// pointers are) is treated conservatively: it may go to every JUMPDEST of
+// the code region, entered with the jumping block's stack. The code region
+// ends at the data boundary: the first INVALID (0xfe) at or after the end
+// of the code already found reachable, which is where solc ends the runtime
+// code before its embedded sub-assemblies (children's creation code) and
+// data; without such a byte, at the metadata trailer or the end of the
+// code. The boundary is recomputed as more code becomes reachable, until
+// nothing changes. What this gives up: code placed after such an INVALID
+// and reached only through a computed jump is not scanned. [Scan.Unresolved]
+// counts these jumps; solc's output has none, so a non-zero count marks
+// hand-written or unusual code.
+//
+// # Selectors
+//
+// A selector is reported when reachable code compares it with a constant by
+// EQ, XOR or SUB (the last two branch on inequality: XOR ISZERO JUMPI, or
+// SUB/XOR JUMPI to the next check, as Vyper does): the selector being
+// calldataload(0) shifted right by 224 (SHR, or DIV by 2**224 in old solc),
+// masked or not, compared against a constant below 2**32; or the raw
+// calldataload(0), or its top four bytes masked in place, compared against
+// a full-word constant whose low 28 bytes are zero (PUSH32 sel<<224). GT
+// and LT comparisons (solc's binary-search split of large dispatchers)
+// report nothing: their pivots are selectors only when also compared for
+// equality. Where the compared value is opaque (loaded from memory, or from
+// a stack of unknown origin), the syntactic shapes DUP1 PUSHn sel EQ|XOR
+// and PUSHn sel DUP2 EQ|XOR with n from 2 to 4 still count, as they did in
+// the linear scan this package replaced.
+//
+// # Forwarders
+//
+// Every reachable DELEGATECALL is reported as a [Forwarder] with the origin
+// of the address it calls: an SLOAD of a constant slot (an ERC-1967 proxy,
+// or a proxy keeping its implementation in a slot of its own), a constant
+// (an EIP-1167 clone's PUSH20, or a Solidity immutable: zero in compiler
+// output, the address once deployed), ADDRESS (a delegatecall to itself, as
+// Multicall does), or unknown.
+package bytecode
