@@ -38,7 +38,11 @@ func asm(t testing.TB, src string) []byte {
 			tok := toks[i]
 			switch {
 			case strings.HasSuffix(tok, ":"):
-				labels[strings.TrimSuffix(tok, ":")] = len(out)
+				name := strings.TrimSuffix(tok, ":")
+				if _, dup := labels[name]; dup && pass == 0 {
+					t.Fatalf("label %q defined twice", name)
+				}
+				labels[name] = len(out)
 			case strings.HasPrefix(tok, "0x"):
 				out = append(out, mustHex(t, tok)...)
 			case strings.HasPrefix(tok, "PUSH"):

@@ -25,8 +25,10 @@ type Scan struct {
 	// where the called address comes from.
 	Forwarders []Forwarder
 	// Unresolved counts the reachable JUMP and JUMPI instructions whose
-	// target is not a constant; each may go to any JUMPDEST before the data
-	// boundary (see the package documentation). Zero for solc output.
+	// target the analysis did not resolve to constants (computed targets,
+	// or any target once the analysis's work bound was reached); each was
+	// taken to go to every JUMPDEST before the data boundary (see the
+	// package documentation). Zero for solc output.
 	Unresolved int
 	// CodeEnd is one past the last reachable instruction. Bytes after it
 	// (solc's embedded creation code of children, appended data, the

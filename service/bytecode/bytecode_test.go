@@ -3,9 +3,11 @@ package bytecode_test
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/sha3"
 
@@ -129,6 +131,29 @@ func TestDispatchers(t *testing.T) {
 				t.Errorf("selectors %x, want %x", s.Selectors, tt.want)
 			}
 		})
+	}
+}
+
+// TestBounded: call strings that double at every level (each function
+// calls the next one twice) do not make the analysis exponential: past its
+// work bound it finishes with unknown stacks, still finds the dispatcher
+// (by its shape) and says its jumps were not all resolved.
+func TestBounded(t *testing.T) {
+	t.Parallel()
+	const levels = 40
+	var b strings.Builder
+	b.WriteString("PUSH2 @done PUSH2 @f0 JUMP done: JUMPDEST " + prologue + "DUP1 PUSH4 " + mint + " EQ PUSH2 @body JUMPI STOP body: JUMPDEST STOP ")
+	for i := range levels {
+		fmt.Fprintf(&b, "f%d: JUMPDEST PUSH2 @r%da PUSH2 @f%d JUMP r%da: JUMPDEST PUSH2 @r%db PUSH2 @f%d JUMP r%db: JUMPDEST JUMP ", i, i, i+1, i, i, i+1, i)
+	}
+	fmt.Fprintf(&b, "f%d: JUMPDEST JUMP", levels)
+	start := time.Now()
+	s := bytecode.Analyze(asm(t, b.String()))
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if !slices.Equal(s.Selectors, sels("mint(address,uint256)")) || s.Unresolved == 0 {
+		t.Errorf("selectors %x unresolved %d", s.Selectors, s.Unresolved)
 	}
 }
 

@@ -154,7 +154,7 @@ type analysis struct {
 	dests   []uint64 // bitset of valid JUMPDESTs
 
 	index    map[uint64]int32 // context (enter) -> states
-	contexts map[int32]int    // entry pc -> its contexts
+	contexts []uint16         // entry pc -> its contexts
 	states   []state
 	work     []int32 // states to analyse
 	arena    []value // states' stacks and pending jumps' stacks
@@ -182,12 +182,12 @@ func newAnalysis(code []byte, bodyLen int) *analysis {
 		code:     code,
 		bodyLen:  bodyLen,
 		dests:    make([]uint64, (len(code)+63)/64),
-		index:    make(map[uint64]int32, len(code)/16),
-		contexts: make(map[int32]int, len(code)/32),
+		index:    make(map[uint64]int32, len(code)/8),
+		contexts: make([]uint16, len(code)+1),
 		states:   make([]state, 0, len(code)/16),
 		budget:   stepsPerByte*len(code) + 4096,
 		stack:    make([]value, 0, 64),
-		arena:    make([]value, 0, len(code)/4),
+		arena:    make([]value, 0, 2*len(code)),
 	}
 	for pc := 0; pc < len(code); pc += 1 + pushSize(code[pc]) {
 		if code[pc] == opJUMPDEST {
@@ -329,6 +329,7 @@ func (a *analysis) pop() value {
 func (a *analysis) block(i int32) {
 	st := &a.states[i]
 	st.queued = false
+
 	a.stack = append(a.stack[:0], a.arena[st.off:st.off+st.n]...)
 	a.bottomless = st.bottomless
 	start := int(st.pc)
