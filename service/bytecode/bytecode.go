@@ -41,8 +41,9 @@ type Origin uint8
 
 // Origins of a delegate-called address.
 const (
-	// OriginUnknown: computed, or read from calldata, memory, a mapping or
-	// another call; not resolved statically.
+	// OriginUnknown: computed, or read from memory, a mapping or another
+	// call's return data (a beacon's implementation()); not resolved
+	// statically.
 	OriginUnknown Origin = iota
 	// OriginSlot: SLOAD of a constant storage slot, [Forwarder.Slot].
 	OriginSlot
@@ -52,9 +53,14 @@ const (
 	OriginConstant
 	// OriginSelf: ADDRESS, the contract's own code (Multicall-style).
 	OriginSelf
+	// OriginCalldata: an argument of the call, so the caller picks the
+	// code to run: upgradeToAndCall's delegatecall to the new
+	// implementation, or an "execute"-style function.
+	OriginCalldata
 )
 
-// String names the origin: "unknown", "slot", "constant" or "self".
+// String names the origin: "unknown", "slot", "constant", "self" or
+// "calldata".
 func (o Origin) String() string {
 	switch o {
 	case OriginSlot:
@@ -63,6 +69,8 @@ func (o Origin) String() string {
 		return "constant"
 	case OriginSelf:
 		return "self"
+	case OriginCalldata:
+		return "calldata"
 	}
 	return "unknown"
 }

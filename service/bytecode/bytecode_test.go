@@ -219,7 +219,9 @@ func TestForwarders(t *testing.T) {
 		{"immutable: PUSH32 masked", "PUSH32 " + addr + " PUSH1 1 PUSH1 1 PUSH1 0xa0 SHL SUB AND" + call,
 			bytecode.Forwarder{Origin: bytecode.OriginConstant, Address: addrWord}},
 		{"ADDRESS", "ADDRESS" + call, bytecode.Forwarder{Origin: bytecode.OriginSelf}},
-		{"from calldata", "PUSH1 4 CALLDATALOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginUnknown}},
+		{"from calldata", "PUSH1 4 CALLDATALOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginCalldata}},
+		{"from calldata, masked", "PUSH1 4 CALLDATALOAD PUSH20 0xffffffffffffffffffffffffffffffffffffffff AND" + call, bytecode.Forwarder{Origin: bytecode.OriginCalldata}},
+		{"from memory (a call's return data)", "PUSH0 MLOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginUnknown}},
 		{"from a mapping", "CALLER PUSH0 MSTORE PUSH1 0x20 PUSH0 SHA3 SLOAD" + call, bytecode.Forwarder{Origin: bytecode.OriginUnknown}},
 	}
 	for _, tt := range tests {

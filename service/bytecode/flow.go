@@ -108,6 +108,7 @@ const (
 	kConstExpr                // computed from constants only; value not tracked
 	kMaskedConst              // a constant ANDed with a mask: an address, not a jump target; pc is the PUSH
 	kCalldata0                // calldataload(0): the selector in the top 4 bytes, then argument bytes
+	kCalldata                 // calldataload at another offset: an argument
 	kSelector                 // the selector, right-aligned
 	kSelectorHigh             // the selector, left-aligned, low 28 bytes zero
 	kSload                    // SLOAD of a constant slot; pc is the slot's PUSH
@@ -437,6 +438,8 @@ func (a *analysis) apply(pc int, op byte, pops, pushes int, prev1, prev2 byte) {
 			r = value{kind: kCalldata0}
 		case off.kind == kOpaque:
 			r = value{kind: kOpaque}
+		default:
+			r = value{kind: kCalldata}
 		}
 	case opMLOAD:
 		if a.constIs(args[0], 0) || args[0].kind == kOpaque {
@@ -489,7 +492,7 @@ func (a *analysis) and(x, y value) value {
 	for _, p := range [2][2]value{{x, y}, {y, x}} {
 		v, m := p[0], p[1]
 		switch v.kind {
-		case kSload, kSelf, kMaskedConst:
+		case kSload, kSelf, kMaskedConst, kCalldata:
 			return v
 		case kSelector:
 			if m.kind == kConst {
@@ -559,6 +562,8 @@ func (a *analysis) forward(pc int, addr value) {
 		f.Origin, f.Address = OriginConstant, [20]byte(w[12:])
 	case kSelf:
 		f.Origin = OriginSelf
+	case kCalldata, kCalldata0:
+		f.Origin = OriginCalldata
 	}
 	a.forwarders = append(a.forwarders, f)
 }
