@@ -59,7 +59,7 @@ func (a artifact) functions() []bytecode.Selector {
 	return sels(sigs...)
 }
 
-func readArtifact(t *testing.T, path string) artifact {
+func readArtifact(t testing.TB, path string) artifact {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -74,7 +74,7 @@ func readArtifact(t *testing.T, path string) artifact {
 
 // compiled are the solc outputs the tests check: every devnet artifact and
 // the testdata fixtures (see testdata/compile.js).
-func compiled(t *testing.T) map[string]artifact {
+func compiled(t testing.TB) map[string]artifact {
 	t.Helper()
 	paths, err := filepath.Glob("../../devnet/artifacts/*.json")
 	if err != nil || len(paths) == 0 {
@@ -253,7 +253,7 @@ func BenchmarkAnalyze24KiB(b *testing.B) {
 func BenchmarkAnalyzeArtifacts(b *testing.B) {
 	var codes [][]byte
 	n := 0
-	for _, a := range compiled(&testing.T{}) {
+	for _, a := range compiled(b) {
 		c := mustHex(b, a.DeployedBytecode)
 		codes = append(codes, c)
 		n += len(c)

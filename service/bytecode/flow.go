@@ -163,7 +163,6 @@ type analysis struct {
 	budget   int     // past it, every block is entered with an unknown stack
 
 	stack      []value // the block being analysed
-	norm       []value // an entry stack being normalised
 	bottomless bool    // popping below the stack gives kOpaque instead of failing
 
 	pend       []pending
@@ -183,7 +182,7 @@ func newAnalysis(code []byte, bodyLen int) *analysis {
 		code:     code,
 		bodyLen:  bodyLen,
 		dests:    make([]uint64, (len(code)+63)/64),
-		index:    make(map[uint64]int32, len(code)/8),
+		index:    make(map[uint64]int32, len(code)/4),
 		contexts: make([]uint16, len(code)+1),
 		states:   make([]state, 0, len(code)/16),
 		budget:   stepsPerByte*len(code) + 4096,
@@ -244,21 +243,23 @@ func (a *analysis) enter(pc int32, stack []value, bottomless bool) {
 	if bottomless {
 		h = (h ^ 1) * prime
 	}
-	a.norm = a.norm[:0]
-	for i, v := range stack {
+	// Normalise into the arena's spare room: kept if this is a new state.
+	off := len(a.arena)
+	a.arena = append(a.arena, stack...)
+	norm := a.arena[off:]
+	for i, v := range norm {
 		switch {
-		case v.kind == kConst && v.keep == keepDest:
+		case v.kind != kConst && v.kind != kConstExpr:
+		case v.keep == keepDest:
 			h = (h ^ (uint64(i)<<32 | uint64(uint32(v.pc)))) * prime
 			h ^= h >> 29
-		case v.kind == kConst && v.keep == keepNot || v.kind == kConstExpr:
-			v = value{}
+		case v.keep == keepNot || v.kind == kConstExpr:
+			norm[i] = value{}
 		}
-		a.norm = append(a.norm, v)
 	}
-	stack = a.norm
 	i, ok := a.index[h]
 	if !ok && (a.contexts[pc] >= maxContexts || a.steps > a.budget) {
-		stack, bottomless = nil, true
+		a.arena, norm, bottomless = a.arena[:off], nil, true
 		h = uint64(uint32(pc)) | 1<<63 // the unknown-stack context
 		i, ok = a.index[h]
 	}
@@ -266,15 +267,15 @@ func (a *analysis) enter(pc int32, stack []value, bottomless bool) {
 		a.contexts[pc]++
 		i = int32(len(a.states))
 		a.index[h] = i
-		a.states = append(a.states, state{pc: pc, off: int32(len(a.arena)), n: int32(len(stack)), bottomless: bottomless, queued: true})
-		a.arena = append(a.arena, stack...)
+		a.states = append(a.states, state{pc: pc, off: int32(off), n: int32(len(norm)), bottomless: bottomless, queued: true})
 		a.work = append(a.work, i)
 		return
 	}
+	a.arena = a.arena[:off]
 	st := &a.states[i]
 	old := a.arena[st.off : st.off+st.n]
 	changed := false
-	for j, v := range stack {
+	for j, v := range norm {
 		if old[j] != v {
 			if w := join(old[j], v); w != old[j] {
 				old[j], changed = w, true
