@@ -43,7 +43,7 @@ func (c *Chain) deployScenario(ctx context.Context) error {
 		{"clean", "CleanToken", "PASS"},
 		{"mintable", "MintableToken", "FAIL"},
 		{"blacklist", "BlacklistToken", "FAIL"},
-		{"pausable", "PausableToken", "WARN"},
+		{"pausable", "PausableToken", "FAIL"},
 		{"fee", "FeeToken", "FAIL"},
 		{"bytes32-name", "Bytes32Token", "PASS"},
 	} {

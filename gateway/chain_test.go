@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/rpc"
 
+	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/chain"
@@ -59,14 +60,18 @@ func TestChainBodiesMatchTheDocument(t *testing.T) {
 	if err := json.Unmarshal(r.body, &w); err != nil || r.status != 200 || w.TokensScanned != 4 || len(w.Wallets) == 0 {
 		t.Errorf("/whales: %d %s", r.status, r.body)
 	}
-	paths := []string{"/token/" + dn.Dex.Tokens[0].Token.Hex(), "/rugcheck/" + dn.Dex.Tokens[0].Token.Hex()}
+	paths := map[string]int{"/token/" + dn.Dex.Tokens[0].Token.Hex(): 200, "/rugcheck/" + dn.Dex.Tokens[0].Token.Hex(): 200}
 	for _, sc := range dn.Scenario {
-		paths = append(paths, "/rugcheck/"+sc.Address.Hex(), "/token/"+sc.Address.Hex())
+		status := 200
+		if sc.Expect == devnet.ExpectRefused { // not a token: a documented 400
+			status = 400
+		}
+		paths["/rugcheck/"+sc.Address.Hex()], paths["/token/"+sc.Address.Hex()] = status, status
 	}
-	for _, p := range paths {
+	for p, status := range paths {
 		r := s.do(t, "GET", p)
-		if r.status != 200 {
-			t.Errorf("%s: %d %s", p, r.status, r.body)
+		if r.status != status {
+			t.Errorf("%s: %d %s, want %d", p, r.status, r.body, status)
 		}
 		doc.validateResponse(t, r)
 	}

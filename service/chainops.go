@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/service/bytecode"
 	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/rugcheck"
+	"github.com/tollgate/tollgate/service/whales"
 )
 
 // Chain analytics choices (docs/rules.md).
@@ -39,7 +41,7 @@ var deadAddress = common.HexToAddress("0x000000000000000000000000000000000000dEa
 
 // Chain is what the chain analytics need; *chain.Client provides it.
 type Chain interface {
-	Inspect(ctx context.Context, addr common.Address, windowBlocks uint64) (*chain.Contract, error)
+	Inspect(ctx context.Context, addr common.Address, windowBlocks uint64, ownerProbes ...[]byte) (*chain.Contract, error)
 }
 
 // errNotToken marks an address that holds no token contract.
@@ -70,12 +72,12 @@ func (s *scans) get(hash common.Hash, code []byte) bytecode.Scan {
 	return sc
 }
 
-func (a *Analytics) inspect(ctx context.Context, addrHex string, window uint64) (*chain.Contract, error) {
+func (a *Analytics) inspect(ctx context.Context, addrHex string, window uint64, ownerProbes ...[]byte) (*chain.Contract, error) {
 	if a.chain == nil {
 		return nil, errNoChain
 	}
 	addr := common.HexToAddress(addrHex)
-	k, err := a.chain.Inspect(ctx, addr, window)
+	k, err := a.chain.Inspect(ctx, addr, window, ownerProbes...)
 	switch {
 	case errors.Is(err, chain.ErrNoCode):
 		return nil, &errNotToken{addr.Hex(), "no contract code at this address (an externally owned account, or nothing)"}
@@ -83,47 +85,89 @@ func (a *Analytics) inspect(ctx context.Context, addrHex string, window uint64) 
 		return nil, err
 	case k.Delegate != nil:
 		return nil, &errNotToken{addr.Hex(), "an EIP-7702 delegated account, delegating to " + k.Delegate.Hex()}
+	case k.TotalSupply == nil || !k.BalanceOf:
+		// Rule RC-12: a proxy admin, a beacon, a factory, a wallet.
+		return nil, &errNotToken{addr.Hex(), "a contract without ERC-20 behaviour (totalSupply() and balanceOf(address) do not both answer a 32-byte word): " +
+			"e.g. a proxy admin, a beacon, a factory or a wallet"}
 	}
 	return k, nil
 }
 
 var errNoChain = errors.New("service: no chain configured")
 
+// limitProbes are the calls whose success from the owner shows a limit
+// setter without floor (rule RC-2): each of rugcheck.LimitSetters with 0.
+var limitProbes = func() [][]byte {
+	var out [][]byte
+	for _, sel := range rugcheck.LimitSetters() {
+		out = append(out, append(sel[:], make([]byte, 32)...))
+	}
+	return out
+}()
+
 // GetRugCheck implements tollgatev1.AnalyticsServiceServer.
 func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheckRequest) (*tollgatev1.GetRugCheckResponse, error) {
-	k, err := a.inspect(ctx, req.GetAddr(), rugWindowBlocks)
+	k, err := a.inspect(ctx, req.GetAddr(), rugWindowBlocks, limitProbes...)
 	if err != nil {
 		return nil, err
 	}
 	scan := a.scans.get(k.CodeHash, k.Code)
 	caps := rugcheck.Capabilities(scan, "token")
-	roles, selfDestruct := rugcheck.RoleBased(scan), scan.SelfDestruct
+	roleBased, selfDestruct := rugcheck.RoleBased(scan), scan.SelfDestruct
 	var implHash common.Hash
 	if len(k.ImplementationCode) > 0 {
 		implHash = crypto.Keccak256Hash(k.ImplementationCode)
 		is := a.scans.get(implHash, k.ImplementationCode)
 		caps = append(caps, rugcheck.Capabilities(is, "implementation")...)
-		roles, selfDestruct = roles || rugcheck.RoleBased(is), selfDestruct || is.SelfDestruct
+		roleBased, selfDestruct = roleBased || rugcheck.RoleBased(is), selfDestruct || is.SelfDestruct
 	}
 	renounced := k.Owner != nil && (*k.Owner == (common.Address{}) || *k.Owner == deadAddress)
 	known, isKnown := knownIssuers[k.Address]
-	report := rugcheck.Evaluate(rugcheck.Facts{
-		Capabilities: caps,
-		Proxy:        k.ProxyKind != "",
-		Upgradeable:  k.ProxyKind == "eip1967" || k.ProxyKind == "eip1967-beacon" || k.ProxyKind == "eip1822",
-		AdminSet:     k.Admin != nil,
-		OwnerKnown:   k.Owner != nil,
-		Renounced:    renounced,
-		RoleBased:    roles,
-		SelfDestruct: selfDestruct,
-		Transfers:    len(k.Transfers),
-		KnownIssuer:  isKnown,
-	})
+	power := upgradePower(k, renounced)
+	unresolved, unresolvedWhy := unresolvedForwarder(k, scan)
+	roles, protoRoles := roleHoldings(k, roleBased)
+	from, _ := window(k)
+	facts := rugcheck.Facts{
+		Capabilities:       caps,
+		Proxy:              k.ProxyKind != "",
+		ProxyEvidence:      fmt.Sprintf("%s proxy, implementation %s", k.ProxyKind, k.Implementation.Hex()),
+		Upgrade:            power.upgrade,
+		UpgradeEvidence:    power.evidence,
+		Unresolved:         unresolved,
+		UnresolvedEvidence: unresolvedWhy,
+		OwnerKnown:         k.Owner != nil,
+		Renounced:          renounced,
+		RoleBased:          roleBased,
+		Roles:              roles,
+		LimitFloor:         limitFloor(k, caps),
+		SelfDestruct:       selfDestruct,
+		Transfers:          len(k.Transfers),
+		ActivityEvidence:   fmt.Sprintf("no Transfer event in blocks %d-%d", from, k.Head),
+		KnownIssuer:        isKnown,
+	}
+	if k.Owner != nil {
+		facts.OwnerEvidence = k.OwnerSource + " = " + k.Owner.Hex()
+	}
+	var collapse *whales.Collapse
+	if a.whales != nil {
+		if snap := a.whales.Snapshot(); snap != nil {
+			if c, ok := snap.Collapses[k.Address]; ok {
+				collapse = &c
+				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool.Hex(), Kind: c.Kind, Block: c.Block}
+			}
+		}
+	}
+	report := rugcheck.Evaluate(facts)
 	checks := &tollgatev1.RugChecks{
 		CodeHash: k.CodeHash.Hex(),
 		CodeSize: uint32(len(k.Code)),
 		Owner:    &tollgatev1.OwnerInfo{Source: "none", Renounced: renounced},
 		Activity: activity(k),
+		Block:    uint32(k.Head),
+		Roles:    protoRoles,
+	}
+	for _, r := range report.Rules {
+		checks.Rules = append(checks.Rules, &tollgatev1.FlagRule{Flag: r.Flag, Rule: r.Rule, Evidence: r.Evidence})
 	}
 	for _, c := range caps {
 		pc := &tollgatev1.Capability{Class: capabilityClass(c.Class), Signatures: c.Signatures, Source: c.Source}
@@ -135,18 +179,27 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	if k.Owner != nil {
 		checks.Owner.Address, checks.Owner.Source = wrapperspb.String(k.Owner.Hex()), k.OwnerSource
 	}
-	if k.ProxyKind != "" {
-		p := &tollgatev1.ProxyInfo{Kind: proxyKind(k.ProxyKind), Implementation: k.Implementation.Hex()}
+	switch {
+	case k.ProxyKind != "":
+		p := &tollgatev1.ProxyInfo{Kind: proxyKind(k.ProxyKind), Implementation: k.Implementation.Hex(), UpgraderSource: power.source}
 		if k.Beacon != nil {
 			p.Beacon = wrapperspb.String(k.Beacon.Hex())
 		}
 		if k.Admin != nil {
 			p.Admin = wrapperspb.String(k.Admin.Hex())
 		}
+		if power.upgrader != nil {
+			p.Upgrader = wrapperspb.String(power.upgrader.Hex())
+		}
 		if implHash != (common.Hash{}) {
 			p.ImplementationCodeHash = implHash.Hex()
 		}
 		checks.Proxy = p
+	case unresolved:
+		checks.Proxy = &tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED, UpgraderSource: "unknown"}
+	}
+	if collapse != nil {
+		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool.Hex(), Kind: collapse.Kind, Block: uint32(collapse.Block)}
 	}
 	if isKnown {
 		checks.KnownToken = &tollgatev1.KnownToken{Name: known.name, Reason: known.reason}
@@ -164,6 +217,160 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		resp.Flags = []string{}
 	}
 	return resp, nil
+}
+
+// upgrade is who can replace a proxy's implementation (rule RC-4).
+type upgrade struct {
+	upgrade  string          // rugcheck.Upgrade*
+	source   string          // ProxyInfo.upgrader_source
+	upgrader *common.Address // nil: nobody, or nobody known
+	evidence string
+}
+
+// upgradePower reads the upgrade power of k: an admin account upgrades; an
+// admin contract (OpenZeppelin's ProxyAdmin) upgrades through its
+// owner(), nobody when that owner is renounced, and is assumed able to
+// upgrade when it has no owner() (a multisig, a timelock); a beacon's
+// owner() upgrades every proxy of the beacon; without an admin (UUPS) the
+// implementation's own upgrade function does, under the token's owner.
+func upgradePower(k *chain.Contract, ownerRenounced bool) upgrade {
+	gone := func(a common.Address) bool { return a == (common.Address{}) || a == deadAddress }
+	switch {
+	case k.ProxyKind == "" || k.ProxyKind == "eip1167" || k.ProxyKind == "erc7511":
+		if k.ProxyKind != "" {
+			return upgrade{source: "immutable", evidence: "a clone: its implementation is part of its code"}
+		}
+		return upgrade{}
+	case k.ProxyKind == "eip1967-beacon":
+		switch b := k.Beacon.Hex(); {
+		case k.BeaconOwner == nil:
+			return upgrade{rugcheck.UpgradeActive, "beacon", k.Beacon, "beacon " + b + " has no owner(): assumed able to upgrade"}
+		case gone(*k.BeaconOwner):
+			return upgrade{rugcheck.UpgradeRenounced, "renounced", nil, "beacon " + b + " owner() = " + k.BeaconOwner.Hex()}
+		default:
+			return upgrade{rugcheck.UpgradeActive, "beacon-owner", k.BeaconOwner, "beacon " + b + " owner() = " + k.BeaconOwner.Hex()}
+		}
+	case k.Admin != nil:
+		adm := k.Admin.Hex()
+		switch {
+		case len(k.AdminCode) == 0:
+			return upgrade{rugcheck.UpgradeActive, "admin-account", k.Admin, "admin " + adm + " is an account"}
+		case k.AdminOwner == nil:
+			return upgrade{rugcheck.UpgradeActive, "admin-contract", k.Admin, "admin " + adm + " is a contract without owner(): assumed able to upgrade"}
+		case gone(*k.AdminOwner):
+			return upgrade{rugcheck.UpgradeRenounced, "renounced", nil, "admin contract " + adm + " owner() = " + k.AdminOwner.Hex()}
+		default:
+			return upgrade{rugcheck.UpgradeActive, "admin-contract-owner", k.AdminOwner, "admin contract " + adm + " owner() = " + k.AdminOwner.Hex()}
+		}
+	}
+	u := upgrade{rugcheck.UpgradeByToken, "token-owner", nil, "no admin: the implementation's own upgrade function decides (UUPS), under the token's owner or roles"}
+	if k.Owner != nil && !ownerRenounced {
+		u.upgrader = k.Owner
+	}
+	return u
+}
+
+// unresolvedForwarder reports code that forwards calls with DELEGATECALL
+// while no proxy standard names the target (rule RC-5): the code that
+// runs is not the code analysed.
+func unresolvedForwarder(k *chain.Contract, s bytecode.Scan) (bool, string) {
+	if k.ProxyKind != "" || !s.DelegateCall {
+		return false, ""
+	}
+	return true, "DELEGATECALL in the code, and no EIP-1967, EIP-1822, beacon, ZeppelinOS, Safe or clone layout names its target"
+}
+
+// roleHoldings tells whether anyone holds the AccessControl roles (rule
+// RC-7): getRoleMemberCount where the contract enumerates its roles;
+// otherwise the RoleGranted/RoleRevoked events of the activity window,
+// replayed in order; the admin role, which grants every other, is assumed
+// held when the window has no event of it.
+func roleHoldings(k *chain.Contract, roleBased bool) ([]rugcheck.Role, []*tollgatev1.RoleHolding) {
+	if !roleBased {
+		return nil, nil
+	}
+	// Replay the window's events: the last event of each (role, account).
+	type key struct {
+		role    common.Hash
+		account common.Address
+	}
+	last := map[key]bool{}
+	var order []common.Hash
+	seen := map[common.Hash]bool{}
+	for _, e := range k.RoleEvents {
+		last[key{e.Role, e.Account}] = e.Granted
+		if !seen[e.Role] {
+			seen[e.Role] = true
+			order = append(order, e.Role)
+		}
+	}
+	heldByEvents := func(role common.Hash) bool {
+		for kk, granted := range last {
+			if kk.role == role && granted {
+				return true
+			}
+		}
+		return false
+	}
+	names := map[common.Hash]string{}
+	for _, r := range chain.Roles {
+		names[r.ID] = r.Name
+	}
+	var roles []rugcheck.Role
+	var out []*tollgatev1.RoleHolding
+	addRole := func(id common.Hash, held bool, members *uint64, source string) {
+		name := names[id]
+		if name == "" {
+			name = id.Hex()
+		}
+		roles = append(roles, rugcheck.Role{Name: name, Held: held, Source: source})
+		rh := &tollgatev1.RoleHolding{Name: name, Id: id.Hex(), Held: held, Source: source}
+		if members != nil {
+			rh.Members = wrapperspb.UInt32(uint32(min(*members, 1<<32-1)))
+		}
+		out = append(out, rh)
+	}
+	enumerable := false
+	for i, r := range chain.Roles {
+		if i < len(k.RoleMembers) && k.RoleMembers[i] != nil {
+			enumerable = true
+			addRole(r.ID, *k.RoleMembers[i] > 0, k.RoleMembers[i], "enumerable")
+		}
+	}
+	if !enumerable && !seen[common.Hash{}] {
+		addRole(common.Hash{}, true, nil, "assumed")
+	}
+	for _, id := range order {
+		if enumerable && names[id] != "" {
+			continue // counted
+		}
+		addRole(id, heldByEvents(id), nil, "events")
+	}
+	return roles, out
+}
+
+// limitFloor applies rule RC-2: a limit setter present in the code can
+// freeze every holder unless the owner's call with 0 reverts. True when
+// no limit setter is present (only functions that loosen limits) or every
+// one present reverted; false when any succeeded or none could be asked
+// (no active owner: the setter is guarded otherwise).
+func limitFloor(k *chain.Contract, caps []rugcheck.Capability) bool {
+	setters := rugcheck.LimitSetters()
+	for _, c := range caps {
+		if c.Class != rugcheck.Limit {
+			continue
+		}
+		for _, sel := range c.Selectors {
+			i := slices.Index(setters, sel)
+			if i < 0 {
+				continue
+			}
+			if k.OwnerProbes == nil || k.OwnerProbes[i] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // GetToken implements tollgatev1.AnalyticsServiceServer. Each fact the
@@ -192,15 +399,20 @@ func (a *Analytics) GetToken(ctx context.Context, req *tollgatev1.GetTokenReques
 	}, nil
 }
 
+// window returns the activity window of k: its first and last block.
+func window(k *chain.Contract) (from, to uint64) {
+	if k.Head >= k.WindowBlocks {
+		from = k.Head - k.WindowBlocks + 1
+	}
+	return from, k.Head
+}
+
 func activity(k *chain.Contract) *tollgatev1.TransferActivity {
 	senders, receivers := map[common.Address]bool{}, map[common.Address]bool{}
 	for _, t := range k.Transfers {
 		senders[t.From], receivers[t.To] = true, true
 	}
-	from := uint64(0)
-	if k.Head >= k.WindowBlocks {
-		from = k.Head - k.WindowBlocks + 1
-	}
+	from, _ := window(k)
 	return &tollgatev1.TransferActivity{
 		WindowBlocks: uint32(k.WindowBlocks), FromBlock: uint32(from), ToBlock: uint32(k.Head),
 		Transfers: uint32(len(k.Transfers)), UniqueSenders: uint32(len(senders)), UniqueReceivers: uint32(len(receivers)),
@@ -236,6 +448,10 @@ func proxyKind(k string) tollgatev1.ProxyKind {
 		return tollgatev1.ProxyKind_PROXY_KIND_EIP1822
 	case "eip1167":
 		return tollgatev1.ProxyKind_PROXY_KIND_EIP1167
+	case "zeppelinos":
+		return tollgatev1.ProxyKind_PROXY_KIND_ZEPPELINOS
+	case "gnosis-safe":
+		return tollgatev1.ProxyKind_PROXY_KIND_GNOSIS_SAFE
 	}
 	return tollgatev1.ProxyKind_PROXY_KIND_ERC7511
 }

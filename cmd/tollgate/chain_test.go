@@ -89,18 +89,28 @@ func TestRugCheckScenario(t *testing.T) {
 			scenario = append(scenario, c)
 		}
 	}
-	if len(scenario) != 8 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
+	if len(scenario) != 21 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
 		t.Fatalf("devnet contracts %v", proj.GetDevnetContracts())
 	}
 	wantFlags := map[string][]string{
-		"clean":        {"owner-renounced"},
-		"mintable":     {"mintable", "owner-active"},
-		"blacklist":    {"blacklist", "owner-active"},
-		"pausable":     {"owner-active", "pausable"},
-		"fee":          {"fee-setter", "owner-active"},
-		"bytes32-name": {"no-owner"},
-		"proxy":        {"owner-active", "proxy", "upgradeable"},
-		"clone":        {"owner-active", "proxy"},
+		"clean":                 {"owner-renounced"},
+		"mintable":              {"mintable", "owner-active"},
+		"blacklist":             {"blacklist", "owner-active"},
+		"pausable":              {"owner-active", "pausable"},
+		"fee":                   {"fee-setter", "owner-active"},
+		"bytes32-name":          {"no-owner"},
+		"proxy":                 {"owner-active", "proxy", "upgradeable"},
+		"clone":                 {"owner-active", "proxy"},
+		"beacon":                {"owner-active", "proxy", "upgradeable"},
+		"transparent":           {"owner-active", "proxy", "upgradeable"},
+		"transparent-renounced": {"owner-active", "proxy", "upgrade-renounced"},
+		"roles":                 {"mintable", "no-owner", "pausable", "role-based-access", "roles-held"},
+		"roles-renounced":       {"mintable", "no-owner", "pausable", "role-based-access"},
+		"roles-plain":           {"mintable", "no-owner", "pausable", "role-based-access", "roles-held"},
+		"legacy-proxy":          {"blacklist", "mintable", "owner-active", "pausable", "proxy", "upgradeable"},
+		"limit":                 {"owner-active", "tx-limits"},
+		"limit-floor":           {"owner-active", "tx-limit-floor", "tx-limits"},
+		"uniswap-v2-pair":       {"no-owner"},
 	}
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
 	second := startServe(t, []string{"--chain-rpc", "http://" + first.ls.devnet.Addr().String(),
@@ -109,6 +119,13 @@ func TestRugCheckScenario(t *testing.T) {
 	cl2 := tollgatev1.NewAnalyticsServiceClient(second.conn)
 	for _, c := range scenario {
 		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
+		if c.GetExpect() == devnet.ExpectRefused {
+			// Not a token: refused like an EOA (before any charge).
+			if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "without ERC-20 behaviour") {
+				t.Errorf("%s: %v %v", c.GetName(), r.GetVerdict(), err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", c.GetName(), err)
 		}
@@ -118,6 +135,19 @@ func TestRugCheckScenario(t *testing.T) {
 		}
 		if r.GetChecks().GetActivity().GetTransfers() == 0 || r.GetChecks().GetCodeHash() == "" {
 			t.Errorf("%s: checks %v", c.GetName(), r.GetChecks())
+		}
+		// Provenance: the block read, and a rule per flag.
+		ck := r.GetChecks()
+		if ck.GetBlock() == 0 || ck.GetBlock() != ck.GetActivity().GetToBlock() || len(ck.GetRules()) != len(r.GetFlags()) {
+			t.Errorf("%s: block %d, %d rules for %d flags", c.GetName(), ck.GetBlock(), len(ck.GetRules()), len(r.GetFlags()))
+		}
+		for i, fr := range ck.GetRules() {
+			if fr.GetFlag() != r.GetFlags()[i] || !strings.HasPrefix(fr.GetRule(), "RC-") || fr.GetEvidence() == "" {
+				t.Errorf("%s: rule %v", c.GetName(), fr)
+			}
+		}
+		if p := ck.GetProxy(); p != nil && p.GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 && p.GetImplementationCodeHash() == "" {
+			t.Errorf("%s: no implementation code hash: %v", c.GetName(), p)
 		}
 		r2, err := cl2.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
 		if err != nil {
@@ -147,6 +177,51 @@ func TestRugCheckScenario(t *testing.T) {
 	if clone.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 || clone.GetChecks().GetProxy().GetImplementation() != proxy.GetChecks().GetProxy().GetImplementation() {
 		t.Errorf("clone: %v", clone.GetChecks().GetProxy())
 	}
+	// Families: who can upgrade, who holds roles, the legacy layout.
+	wantUpgrader := map[string]string{"beacon": "beacon-owner", "transparent": "admin-contract-owner", "transparent-renounced": "renounced",
+		"proxy": "admin-account", "legacy-proxy": "admin-account", "clone": "immutable"}
+	for name, src := range wantUpgrader {
+		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName[name]})
+		p := r.GetChecks().GetProxy()
+		if err != nil || p.GetUpgraderSource() != src || (src != "renounced" && src != "immutable") != (p.GetUpgrader() != nil) {
+			t.Errorf("%s: upgrader %v (%s), want %s; %v", name, p.GetUpgrader(), p.GetUpgraderSource(), src, err)
+		}
+		if name == "beacon" || name == "transparent" {
+			if p.GetUpgrader().GetValue() != devnetAccount(t, devnet.ScenarioAccount) {
+				t.Errorf("%s: upgrader %s, want the scenario account (an EOA)", name, p.GetUpgrader().GetValue())
+			}
+		}
+	}
+	legacy, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName["legacy-proxy"]})
+	if legacy.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_ZEPPELINOS || legacy.GetName() != "Legacy USD" ||
+		legacy.GetChecks().GetProxy().GetAdmin().GetValue() != devnetAccount(t, devnet.LegacyAdminAccount) {
+		t.Errorf("legacy proxy: %v", legacy.GetChecks().GetProxy())
+	}
+	var implClasses []tollgatev1.CapabilityClass
+	for _, c := range legacy.GetChecks().GetCapabilities() {
+		if c.GetSource() == "implementation" {
+			implClasses = append(implClasses, c.GetClass())
+		}
+	}
+	if fmt.Sprint(implClasses) != "[CAPABILITY_CLASS_MINT CAPABILITY_CLASS_BLACKLIST CAPABILITY_CLASS_PAUSE]" {
+		t.Errorf("legacy proxy: implementation capabilities %v", implClasses)
+	}
+	for name, want := range map[string]string{"roles": "enumerable", "roles-renounced": "enumerable", "roles-plain": "events"} {
+		r, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName[name]})
+		held := 0
+		for _, rh := range r.GetChecks().GetRoles() {
+			if rh.GetSource() != want {
+				t.Errorf("%s: role %v", name, rh)
+			}
+			if rh.GetHeld() {
+				held++
+			}
+		}
+		if (name == "roles-renounced") != (held == 0) || len(r.GetChecks().GetRoles()) < 3 {
+			t.Errorf("%s: roles %v", name, r.GetChecks().GetRoles())
+		}
+	}
+
 	// An EOA is not a token: a clear 400-class refusal, never a verdict.
 	_, err = cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"})
 	if status.Code(err) != codes.FailedPrecondition {
@@ -167,6 +242,24 @@ func TestRugCheckScenario(t *testing.T) {
 	w1.AsOf, w2.AsOf = "", ""
 	if !proto.Equal(w1, w2) {
 		t.Errorf("whales differ through --chain-rpc:\n%v\n%v", w1, w2)
+	}
+	// History: a launch whose pool collapsed in the whale scan's window is
+	// at least WARN with pool-collapsed, whatever its code; the live one is not.
+	for _, name := range []string{"mcat", "rdog", "burn", "eddy"} {
+		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byRole(proj, name)})
+		collapsed := slices.Contains(r.GetFlags(), "pool-collapsed")
+		want := map[string]string{"mcat": "liquidity", "rdog": "liquidity", "burn": "drawdown"}[name]
+		if err != nil || collapsed != (want != "") || r.GetChecks().GetPoolCollapse().GetKind() != want ||
+			(collapsed && r.GetVerdict() == tollgatev1.Verdict_VERDICT_PASS) {
+			t.Errorf("%s: %v %v %v %v", name, r.GetVerdict(), r.GetFlags(), r.GetChecks().GetPoolCollapse(), err)
+		}
+	}
+	// Not a token, through the gate with a payment: 400, and nothing settled.
+	var refusedOut, refusedErr bytes.Buffer
+	err = run(context.Background(), []string{"pay", first.base + "/rugcheck/" + byName["proxy-admin"]}, envOf(nil), &refusedOut, &refusedErr)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 400") || strings.Contains(refusedErr.String(), "settlement:") ||
+		!strings.Contains(refusedOut.String(), "without ERC-20 behaviour") {
+		t.Errorf("paid rugcheck of a proxy admin: %v\n%s\n%s", err, refusedOut.String(), refusedErr.String())
 	}
 	// Paid over REST with x402, as a caller does.
 	var out, errOut bytes.Buffer

@@ -26,6 +26,7 @@ import (
 // (HTTP requests), can refuse eth_getLogs over a block-range cap the way
 // providers do, and can fail requests with 503.
 type proxy struct {
+	url      string // the proxy's own endpoint
 	upstream string
 	trips    atomic.Int64
 	rangeCap uint64 // 0: none
@@ -90,7 +91,14 @@ func setup(t *testing.T, rangeCap uint64) (*devnet.Chain, *proxy, *chain.Client)
 	p := &proxy{upstream: d.URL(), rangeCap: rangeCap}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	rc, err := rpc.Dial(srv.URL)
+	p.url = srv.URL
+	return d, p, client(t, p)
+}
+
+// client returns a new client through p: cold, it has seen no head.
+func client(t *testing.T, p *proxy) *chain.Client {
+	t.Helper()
+	rc, err := rpc.Dial(p.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +109,7 @@ func setup(t *testing.T, rangeCap uint64) (*devnet.Chain, *proxy, *chain.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, p, c
+	return c
 }
 
 func scenario(d *devnet.Chain, name string) common.Address {
@@ -114,24 +122,80 @@ func scenario(d *devnet.Chain, name string) common.Address {
 }
 
 // TestInspectRoundTrips: a cold inspection is at most three round trips
-// (two unless a beacon must be asked), however many reads it makes.
+// (two unless a beacon must be asked), however many reads it makes: the
+// proxy slots (standard and legacy), the admin's or beacon's owner, the
+// role counts and the owner's probes ride in the same batches.
 func TestInspectRoundTrips(t *testing.T) {
 	t.Parallel()
-	d, p, c := setup(t, 0)
-	for _, name := range []string{"clean", "proxy", "clone", "bytes32-name"} {
+	d, p, warm := setup(t, 0)
+	probe := append(common.FromHex("0xec28438a"), make([]byte, 32)...) // setMaxTxAmount(0)
+	for _, name := range []string{"clean", "proxy", "clone", "bytes32-name", "beacon", "transparent", "transparent-renounced",
+		"roles", "roles-plain", "legacy-proxy", "limit", "limit-floor", "uniswap-v2-pair"} {
+		want := int64(2)
+		if name == "beacon" {
+			want = 3
+		}
+		// Cold: a new client, sequential batches only.
 		before := p.trips.Load()
-		k, err := c.Inspect(context.Background(), scenario(d, name), 43_200)
+		k, err := client(t, p).Inspect(context.Background(), scenario(d, name), 43_200, probe)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if trips := p.trips.Load() - before; trips > 3 {
-			t.Errorf("%s: %d round trips", name, trips)
+		if trips := p.trips.Load() - before; trips > want {
+			t.Errorf("%s: %d round trips cold, want at most %d", name, trips, want)
 		}
-		if len(k.Transfers) == 0 || len(k.Code) == 0 {
-			t.Errorf("%s: %d transfers, %d code bytes", name, len(k.Transfers), len(k.Code))
+		// Warm: the logs are asked in parallel with the first batch, one
+		// request more but no round trip more.
+		before = p.trips.Load()
+		if _, err := warm.Inspect(context.Background(), scenario(d, name), 43_200, probe); err != nil {
+			t.Fatal(err)
+		}
+		if trips := p.trips.Load() - before; trips > want+1 {
+			t.Errorf("%s: %d requests warm, want at most %d", name, trips, want+1)
+		}
+		if len(k.Transfers) == 0 || len(k.Code) == 0 || k.TotalSupply == nil || !k.BalanceOf || k.Head == 0 {
+			t.Errorf("%s: %d transfers, %d code bytes, supply %v, balanceOf %v", name, len(k.Transfers), len(k.Code), k.TotalSupply, k.BalanceOf)
+		}
+		switch name {
+		case "beacon":
+			if k.ProxyKind != "eip1967-beacon" || k.BeaconOwner == nil || *k.BeaconOwner != d.Account(devnet.ScenarioAccount).Address || len(k.ImplementationCode) == 0 {
+				t.Errorf("beacon: %s owner %v, %d implementation bytes", k.ProxyKind, k.BeaconOwner, len(k.ImplementationCode))
+			}
+		case "transparent", "transparent-renounced":
+			if k.ProxyKind != "eip1967" || k.Admin == nil || len(k.AdminCode) == 0 || k.AdminOwner == nil ||
+				(*k.AdminOwner == (common.Address{})) != (name == "transparent-renounced") {
+				t.Errorf("%s: %s admin %v (%d code bytes) owner %v", name, k.ProxyKind, k.Admin, len(k.AdminCode), k.AdminOwner)
+			}
+		case "legacy-proxy":
+			if k.ProxyKind != "zeppelinos" || k.Admin == nil || *k.Admin != d.Account(devnet.LegacyAdminAccount).Address || len(k.AdminCode) != 0 || len(k.ImplementationCode) == 0 {
+				t.Errorf("legacy: %s admin %v", k.ProxyKind, k.Admin)
+			}
+		case "roles":
+			if k.RoleMembers[0] == nil || *k.RoleMembers[0] != 1 || len(k.RoleEvents) != 3 {
+				t.Errorf("roles: members %v, %d events", k.RoleMembers, len(k.RoleEvents))
+			}
+		case "roles-plain":
+			if k.RoleMembers[0] != nil || len(k.RoleEvents) != 3 || !k.RoleEvents[0].Granted {
+				t.Errorf("plain roles: members %v, events %v", k.RoleMembers, k.RoleEvents)
+			}
+		case "limit", "limit-floor":
+			if len(k.OwnerProbes) != 1 || k.OwnerProbes[0] != (name == "limit") {
+				t.Errorf("%s: probes %v", name, k.OwnerProbes)
+			}
+		case "clean":
+			if k.OwnerProbes != nil { // renounced: nobody to probe as
+				t.Errorf("clean: probes %v", k.OwnerProbes)
+			}
 		}
 	}
-	if _, err := c.Inspect(context.Background(), d.Account(0).Address, 100); err != chain.ErrNoCode {
+	// Not tokens: a beacon, a ProxyAdmin, a factory answer no totalSupply.
+	for _, name := range []string{"beacon-contract", "proxy-admin", "uniswap-v2-factory"} {
+		k, err := warm.Inspect(context.Background(), scenario(d, name), 100)
+		if err != nil || k.TotalSupply != nil {
+			t.Errorf("%s: supply %v, %v", name, k.TotalSupply, err)
+		}
+	}
+	if _, err := warm.Inspect(context.Background(), d.Account(0).Address, 100); err != chain.ErrNoCode {
 		t.Errorf("EOA: %v", err)
 	}
 }

@@ -6,7 +6,9 @@
 package rugcheck
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tollgate/tollgate/service/bytecode"
 )
@@ -29,21 +31,45 @@ var classOrder = []Class{Mint, Blacklist, Pause, Fee, Limit, Trading, Upgrade}
 
 // Flags: stable identifiers, documented in docs/rules.md.
 const (
-	FlagMintable       = "mintable"
-	FlagBlacklist      = "blacklist"
-	FlagPausable       = "pausable"
-	FlagFeeSetter      = "fee-setter"
-	FlagTxLimits       = "tx-limits"
-	FlagTradingSwitch  = "trading-switch"
-	FlagUpgradeable    = "upgradeable"
-	FlagProxy          = "proxy"
-	FlagOwnerActive    = "owner-active"
-	FlagOwnerRenounced = "owner-renounced"
-	FlagNoOwner        = "no-owner"
-	FlagRoleBased      = "role-based-access"
-	FlagSelfDestruct   = "selfdestruct"
-	FlagNoActivity     = "no-recent-transfers"
-	FlagKnownIssuer    = "known-issuer"
+	FlagMintable         = "mintable"
+	FlagBlacklist        = "blacklist"
+	FlagPausable         = "pausable"
+	FlagFeeSetter        = "fee-setter"
+	FlagTxLimits         = "tx-limits"
+	FlagTxLimitFloor     = "tx-limit-floor"
+	FlagTradingSwitch    = "trading-switch"
+	FlagUpgradeable      = "upgradeable"
+	FlagUpgradeRenounced = "upgrade-renounced"
+	FlagProxy            = "proxy"
+	FlagUnresolvedProxy  = "unresolved-proxy"
+	FlagOwnerActive      = "owner-active"
+	FlagOwnerRenounced   = "owner-renounced"
+	FlagNoOwner          = "no-owner"
+	FlagRoleBased        = "role-based-access"
+	FlagRolesHeld        = "roles-held"
+	FlagRolesAssumed     = "roles-assumed"
+	FlagSelfDestruct     = "selfdestruct"
+	FlagNoActivity       = "no-recent-transfers"
+	FlagKnownIssuer      = "known-issuer"
+	FlagPoolCollapsed    = "pool-collapsed"
+)
+
+// Rules: the identifier of the published rule behind each flag
+// (docs/rules.md, "Rug check"), so that every flag can be re-derived.
+const (
+	RuleCapability     = "RC-1"  // a dispatcher selector of a privileged function
+	RuleLimitFloor     = "RC-2"  // a limit setter called with 0 by the owner (eth_call)
+	RuleProxy          = "RC-3"  // a proxy slot or clone shape names the implementation
+	RuleUpgradePower   = "RC-4"  // who can upgrade: admin, ProxyAdmin owner(), beacon owner(), token owner
+	RuleUnresolved     = "RC-5"  // a DELEGATECALL forwarder no known slot resolves
+	RuleOwner          = "RC-6"  // owner() / getOwner()
+	RuleRoles          = "RC-7"  // AccessControl: who holds the roles
+	RuleSelfDestruct   = "RC-8"  // SELFDESTRUCT in the code
+	RuleActivity       = "RC-9"  // Transfer events in the activity window
+	RuleKnownIssuer    = "RC-10" // issuer token recognised by address
+	RulePoolCollapse   = "RC-11" // the whale scan saw the token's pool collapse
+	RuleNotToken       = "RC-12" // no ERC-20 totalSupply/balanceOf: refused (no flag)
+	RuleLiquidityToken = "RC-13" // a V2 pair's mint(address) is not a privilege (no flag)
 )
 
 var classFlag = map[Class]string{
@@ -73,12 +99,16 @@ type Capability struct {
 	Source     string // "token" or "implementation"
 }
 
-// Capabilities maps a scan's selectors to capability classes.
+// Capabilities maps a scan's selectors to capability classes. A Uniswap
+// V2-style pair's mint(address) (with getReserves, token0, token1 and
+// burn(address) beside it) is left out: it mints liquidity tokens to
+// whoever added reserves, which anyone may do (rule RC-13).
 func Capabilities(s bytecode.Scan, source string) []Capability {
+	pair := LiquidityPair(s)
 	byClass := map[Class]*Capability{}
 	for _, sel := range s.Selectors {
 		k, ok := knownSelectors[sel]
-		if !ok || k.class == "" {
+		if !ok || k.class == "" || (pair && sel == selMintTo) {
 			continue
 		}
 		c := byClass[k.class]
@@ -98,101 +128,212 @@ func Capabilities(s bytecode.Scan, source string) []Capability {
 	return out
 }
 
-// RoleBased reports AccessControl (hasRole/grantRole) in a scan: someone
-// holds roles even when there is no owner().
+// LiquidityPair reports the interface of a Uniswap V2-style pair.
+func LiquidityPair(s bytecode.Scan) bool {
+	return s.Has(selMintTo) && s.Has(selGetReserves) && s.Has(selToken0) && s.Has(selToken1) && s.Has(selBurnTo)
+}
+
+// RoleBased reports AccessControl (hasRole/grantRole) in a scan. Its
+// presence is not control: Facts.Roles says whether anyone holds a role.
 func RoleBased(s bytecode.Scan) bool {
 	return s.Has(selHasRole) || s.Has(selGrantRole)
 }
 
-// Facts are what the chain said about a token.
+// Upgrade power behind a proxy.
+const (
+	// UpgradeNone: not a proxy, or a clone (its implementation is code).
+	UpgradeNone = ""
+	// UpgradeActive: an account, the owner of an admin contract or
+	// beacon, or an admin contract or beacon without owner() (a multisig,
+	// a timelock) can replace the implementation.
+	UpgradeActive = "active"
+	// UpgradeRenounced: the admin contract's or beacon's owner() is the
+	// zero or dead address: nobody can.
+	UpgradeRenounced = "renounced"
+	// UpgradeByToken: no admin; the implementation's own upgrade function
+	// (UUPS) decides, under the token's owner or roles.
+	UpgradeByToken = "token"
+)
+
+// Role is an AccessControl role and whether anyone holds it.
+type Role struct {
+	Name string
+	Held bool
+	// Source: "enumerable", "events" or "assumed" (neither tells; an
+	// unknown holder is assumed).
+	Source string
+}
+
+// Collapse is a collapse of the token's pool seen by the whale scan.
+type Collapse struct {
+	Pool  string
+	Kind  string // "liquidity" or "drawdown"
+	Block uint64
+}
+
+// Facts are what the chain said about a token. The *Evidence strings say
+// what was read, for the rules of the answer.
 type Facts struct {
 	// Capabilities of the token's code and, for a proxy, its implementation.
 	Capabilities []Capability
-	// Proxy reports a proxy (EIP-1967, EIP-1822, beacon or clone);
-	// Upgradeable one whose implementation can change (not a clone);
-	// AdminSet an EIP-1967 admin slot holding an address.
-	Proxy       bool
-	Upgradeable bool
-	AdminSet    bool
-	// OwnerKnown: owner() or getOwner() answered; Renounced: it is the zero
-	// or the dead address.
-	OwnerKnown bool
-	Renounced  bool
-	// RoleBased: AccessControl functions present.
-	RoleBased    bool
+	// Proxy reports a proxy (EIP-1967, EIP-1822, beacon, ZeppelinOS, Safe
+	// or clone); ProxyEvidence names its kind and implementation.
+	Proxy         bool
+	ProxyEvidence string
+	// Upgrade is the upgrade power (Upgrade* constants), UpgradeEvidence
+	// who holds it.
+	Upgrade         string
+	UpgradeEvidence string
+	// Unresolved: the code forwards calls with DELEGATECALL to an address
+	// no known slot or shape names (UnresolvedEvidence says where from).
+	Unresolved         bool
+	UnresolvedEvidence string
+	// OwnerKnown: owner() or getOwner() answered (OwnerEvidence); Renounced:
+	// it is the zero or the dead address.
+	OwnerKnown    bool
+	Renounced     bool
+	OwnerEvidence string
+	// RoleBased: AccessControl functions present; Roles: who holds them.
+	RoleBased bool
+	Roles     []Role
+	// LimitFloor: every limit setter present reverted when the owner
+	// called it with 0 (eth_call): the limits cannot freeze holders.
+	LimitFloor   bool
 	SelfDestruct bool
-	// Transfers in the activity window.
-	Transfers int
+	// Transfers in the activity window, ActivityEvidence its blocks.
+	Transfers        int
+	ActivityEvidence string
 	// KnownIssuer: an issuer token mintable or pausable by design.
 	KnownIssuer bool
+	// Collapse of the token's pool in the whale scan's window, or nil.
+	Collapse *Collapse
 }
 
-// Report is the verdict and its flags.
+// FlagRule is the rule behind a flag and the evidence it read.
+type FlagRule struct {
+	Flag, Rule, Evidence string
+}
+
+// Report is the verdict, its flags (sorted) and the rule of each flag.
 type Report struct {
 	Verdict Verdict
 	Flags   []string
+	Rules   []FlagRule
 }
 
 // Evaluate applies the verdict rule:
 //
-//	control = owner active, or AccessControl roles, or an upgradeable
-//	          proxy's admin set (a clone's implementation cannot change)
-//	severe  = mint, blacklist, fee, trading or upgrade capability
+//	control = owner active, or an AccessControl role held (or assumed
+//	          held), or someone able to upgrade the proxy
+//	severe  = mint, blacklist, fee, trading or upgrade capability; pause
+//	          (it freezes every holder); a limit setter with no floor
 //	FAIL    severe capability under control
-//	WARN    severe capability without control, pause or limit capability,
-//	        SELFDESTRUCT, or no transfer in the activity window
+//	WARN    severe capability without control, a limit with a floor,
+//	        SELFDESTRUCT, an unresolved proxy, a collapse of the token's
+//	        pool, or no transfer in the activity window
 //	PASS    otherwise
 //	known issuer tokens (USDC, EURC, WETH on Base) are at most WARN
 func Evaluate(f Facts) Report {
-	var flags []string
+	var rules []FlagRule
+	add := func(flag, rule, evidence string) {
+		rules = append(rules, FlagRule{Flag: flag, Rule: rule, Evidence: evidence})
+	}
 	has := map[Class]bool{}
 	for _, c := range f.Capabilities {
-		if !has[c.Class] {
-			has[c.Class] = true
+		has[c.Class] = true
+		ev := make([]string, len(c.Selectors))
+		for i, sel := range c.Selectors {
+			ev[i] = fmt.Sprintf("0x%x %s", sel[:], c.Signatures[i])
 		}
+		add(classFlag[c.Class], RuleCapability, strings.Join(ev, ", ")+" in the "+c.Source+" code")
 	}
-	if f.Upgradeable {
+	upgradeControl := false
+	switch f.Upgrade {
+	case UpgradeActive:
+		has[Upgrade], upgradeControl = true, true
+		add(FlagUpgradeable, RuleUpgradePower, f.UpgradeEvidence)
+	case UpgradeByToken:
 		has[Upgrade] = true
-	}
-	for _, cl := range classOrder {
-		if has[cl] {
-			flags = append(flags, classFlag[cl])
-		}
+		add(FlagUpgradeable, RuleUpgradePower, f.UpgradeEvidence)
+	case UpgradeRenounced:
+		add(FlagUpgradeRenounced, RuleUpgradePower, f.UpgradeEvidence)
 	}
 	if f.Proxy {
-		flags = append(flags, FlagProxy)
+		add(FlagProxy, RuleProxy, f.ProxyEvidence)
+	}
+	if f.Unresolved {
+		add(FlagUnresolvedProxy, RuleUnresolved, f.UnresolvedEvidence)
 	}
 	ownerActive := f.OwnerKnown && !f.Renounced
 	switch {
 	case ownerActive:
-		flags = append(flags, FlagOwnerActive)
+		add(FlagOwnerActive, RuleOwner, f.OwnerEvidence)
 	case f.OwnerKnown:
-		flags = append(flags, FlagOwnerRenounced)
+		add(FlagOwnerRenounced, RuleOwner, f.OwnerEvidence)
 	default:
-		flags = append(flags, FlagNoOwner)
+		add(FlagNoOwner, RuleOwner, "neither owner() nor getOwner() answers an address")
+	}
+	rolesHeld, assumed := false, false
+	var held []string
+	for _, r := range f.Roles {
+		if r.Held {
+			rolesHeld = true
+			assumed = assumed || r.Source == "assumed"
+			held = append(held, r.Name+" ("+r.Source+")")
+		}
 	}
 	if f.RoleBased {
-		flags = append(flags, FlagRoleBased)
+		add(FlagRoleBased, RuleRoles, "hasRole/grantRole in the dispatcher")
+		switch {
+		case assumed:
+			add(FlagRolesAssumed, RuleRoles, "no getRoleMemberCount and no RoleGranted in the window: a holder is assumed")
+		case rolesHeld:
+			add(FlagRolesHeld, RuleRoles, strings.Join(held, ", "))
+		}
+	}
+	if has[Limit] && f.LimitFloor {
+		add(FlagTxLimitFloor, RuleLimitFloor, "every limit setter reverts when the owner sets 0")
 	}
 	if f.SelfDestruct {
-		flags = append(flags, FlagSelfDestruct)
+		add(FlagSelfDestruct, RuleSelfDestruct, "SELFDESTRUCT (0xff) in the code")
 	}
 	if f.Transfers == 0 {
-		flags = append(flags, FlagNoActivity)
+		add(FlagNoActivity, RuleActivity, f.ActivityEvidence)
 	}
-	control := ownerActive || f.RoleBased || (f.Upgradeable && f.AdminSet)
-	severe := has[Mint] || has[Blacklist] || has[Fee] || has[Trading] || has[Upgrade]
+	if f.Collapse != nil {
+		add(FlagPoolCollapsed, RulePoolCollapse, fmt.Sprintf("pool %s: %s collapse at block %d", f.Collapse.Pool, f.Collapse.Kind, f.Collapse.Block))
+	}
+	control := ownerActive || rolesHeld || upgradeControl
+	freeze := has[Pause] || (has[Limit] && !f.LimitFloor)
+	severe := has[Mint] || has[Blacklist] || has[Fee] || has[Trading] || has[Upgrade] || freeze
 	v := Pass
 	switch {
 	case severe && control:
 		v = Fail
-	case severe, has[Pause], has[Limit], f.SelfDestruct, f.Transfers == 0:
+	case severe, has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0:
 		v = Warn
 	}
 	if f.KnownIssuer {
-		flags = append(flags, FlagKnownIssuer)
+		add(FlagKnownIssuer, RuleKnownIssuer, "issuer token recognised by address")
 		v = min(v, Warn)
 	}
-	slices.Sort(flags)
-	return Report{Verdict: v, Flags: slices.Compact(flags)}
+	slices.SortStableFunc(rules, func(a, b FlagRule) int { return strings.Compare(a.Flag, b.Flag) })
+	// One rule per flag: a class found in both the token and its
+	// implementation, or by two rules, keeps every evidence.
+	var merged []FlagRule
+	for _, r := range rules {
+		if n := len(merged); n > 0 && merged[n-1].Flag == r.Flag {
+			if merged[n-1].Rule != r.Rule {
+				merged[n-1].Rule += "," + r.Rule
+			}
+			merged[n-1].Evidence += "; " + r.Evidence
+			continue
+		}
+		merged = append(merged, r)
+	}
+	flags := make([]string, len(merged))
+	for i, r := range merged {
+		flags[i] = r.Flag
+	}
+	return Report{Verdict: v, Flags: flags, Rules: merged}
 }

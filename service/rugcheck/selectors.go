@@ -1,6 +1,11 @@
 package rugcheck
 
-import "github.com/tollgate/tollgate/service/bytecode"
+import (
+	"bytes"
+	"slices"
+
+	"github.com/tollgate/tollgate/service/bytecode"
+)
 
 // knownSelector is a privileged function the rules recognise.
 type knownSelector struct {
@@ -21,8 +26,10 @@ var knownSelectors = map[bytecode.Selector]knownSelector{
 	{0x94, 0xbf, 0x80, 0x4d}: {Mint, "mint(uint256,address)"},
 	{0xcc, 0x87, 0x2b, 0x66}: {Mint, "issue(uint256)"},
 	{0xda, 0x19, 0x19, 0xb3}: {Mint, "mintFor(address,uint256)"},
+	{0x4e, 0x44, 0xd9, 0x56}: {Mint, "configureMinter(address,uint256)"}, // Circle FiatToken
 	{0xf9, 0xf9, 0x2b, 0xe4}: {Blacklist, "blacklist(address)"},
 	{0x75, 0xe3, 0x66, 0x1e}: {Blacklist, "unblacklist(address)"},
+	{0x1a, 0x89, 0x52, 0x66}: {Blacklist, "unBlacklist(address)"}, // Circle FiatToken
 	{0x44, 0x33, 0x7e, 0xa1}: {Blacklist, "addToBlacklist(address)"},
 	{0x53, 0x7d, 0xf3, 0xb6}: {Blacklist, "removeFromBlacklist(address)"},
 	{0x15, 0x3b, 0x0d, 0x1e}: {Blacklist, "setBlacklist(address,bool)"},
@@ -91,6 +98,40 @@ var knownSelectors = map[bytecode.Selector]knownSelector{
 	{0x20, 0x4e, 0x1c, 0x7a}: {Upgrade, "getProxyImplementation(address)"},
 	{0xf3, 0xb7, 0xde, 0xad}: {Upgrade, "getProxyAdmin(address)"},
 }
+
+// limitSetters are the Limit selectors that set a limit from a number:
+// with 0 they can freeze every holder unless the code keeps a floor.
+// removeLimits() and excludeFromMaxTransaction only loosen limits.
+var limitSetters = map[bytecode.Selector]bool{
+	{0xec, 0x28, 0x43, 0x8a}: true, // setMaxTxAmount(uint256)
+	{0xd5, 0x43, 0xdb, 0xeb}: true, // setMaxTxPercent(uint256)
+	{0xea, 0x16, 0x44, 0xd5}: true, // setMaxWalletSize(uint256)
+	{0x5d, 0x00, 0x44, 0xca}: true, // setMaxWallet(uint256)
+	{0x20, 0x3e, 0x72, 0x7e}: true, // updateMaxTxnAmount(uint256)
+	{0xc1, 0x8b, 0xc1, 0x95}: true, // updateMaxWalletAmount(uint256)
+	{0x27, 0xa1, 0x4f, 0xc2}: true, // setMaxWalletAmount(uint256)
+}
+
+// LimitSetters returns the selectors of the limit setters the rules probe
+// with 0 (see Facts.LimitFloor).
+func LimitSetters() []bytecode.Selector {
+	out := make([]bytecode.Selector, 0, len(limitSetters))
+	for s := range limitSetters {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b bytecode.Selector) int { return bytes.Compare(a[:], b[:]) })
+	return out
+}
+
+// A Uniswap V2-style pair (LP token): its mint(address) mints liquidity
+// to whoever added reserves, which anyone may do.
+var (
+	selMintTo      = bytecode.Selector{0x6a, 0x62, 0x78, 0x42} // mint(address)
+	selGetReserves = bytecode.Selector{0x09, 0x02, 0xf1, 0xac} // getReserves()
+	selToken0      = bytecode.Selector{0x0d, 0xfe, 0x16, 0x81} // token0()
+	selToken1      = bytecode.Selector{0xd2, 0x12, 0x20, 0xa7} // token1()
+	selBurnTo      = bytecode.Selector{0x89, 0xaf, 0xcb, 0x44} // burn(address)
+)
 
 // AccessControl, which gives power to role holders without an owner().
 var (

@@ -381,6 +381,15 @@ const (
 	ProxyKind_PROXY_KIND_EIP1167 ProxyKind = 4
 	// ERC-7511 minimal proxy with PUSH0.
 	ProxyKind_PROXY_KIND_ERC7511 ProxyKind = 5
+	// ZeppelinOS / OpenZeppelin SDK proxy (pre-EIP-1967 slots
+	// keccak256("org.zeppelinos.proxy.implementation") and ".admin"), e.g.
+	// Circle's FiatTokenProxy behind USDC.
+	ProxyKind_PROXY_KIND_ZEPPELINOS ProxyKind = 6
+	// Gnosis Safe proxy: the singleton (masterCopy) in storage slot 0.
+	ProxyKind_PROXY_KIND_GNOSIS_SAFE ProxyKind = 7
+	// The code forwards calls with DELEGATECALL but no known slot names the
+	// target: the code that runs is unknown.
+	ProxyKind_PROXY_KIND_UNRESOLVED ProxyKind = 8
 )
 
 // Enum value maps for ProxyKind.
@@ -392,6 +401,9 @@ var (
 		3: "PROXY_KIND_EIP1822",
 		4: "PROXY_KIND_EIP1167",
 		5: "PROXY_KIND_ERC7511",
+		6: "PROXY_KIND_ZEPPELINOS",
+		7: "PROXY_KIND_GNOSIS_SAFE",
+		8: "PROXY_KIND_UNRESOLVED",
 	}
 	ProxyKind_value = map[string]int32{
 		"PROXY_KIND_UNSPECIFIED":    0,
@@ -400,6 +412,9 @@ var (
 		"PROXY_KIND_EIP1822":        3,
 		"PROXY_KIND_EIP1167":        4,
 		"PROXY_KIND_ERC7511":        5,
+		"PROXY_KIND_ZEPPELINOS":     6,
+		"PROXY_KIND_GNOSIS_SAFE":    7,
+		"PROXY_KIND_UNRESOLVED":     8,
 	}
 )
 
@@ -605,7 +620,19 @@ type RugChecks struct {
 	// Recent transfer activity.
 	Activity *TransferActivity `protobuf:"bytes,6,opt,name=activity,proto3" json:"activity,omitempty"`
 	// Issuer token that is mintable or pausable by design, or null.
-	KnownToken    *KnownToken `protobuf:"bytes,7,opt,name=known_token,json=knownToken,proto3" json:"known_token,omitempty"`
+	KnownToken *KnownToken `protobuf:"bytes,7,opt,name=known_token,json=knownToken,proto3" json:"known_token,omitempty"`
+	// Block number every read of this answer was made at (the head when the
+	// check began): re-reading the chain at this block gives the same facts.
+	Block uint32 `protobuf:"varint,8,opt,name=block,proto3" json:"block,omitempty"`
+	// Which published rule (docs/rules.md, "Rug check") raised each flag,
+	// with the evidence it used, in flag order.
+	Rules []*FlagRule `protobuf:"bytes,9,rep,name=rules,proto3" json:"rules,omitempty"`
+	// AccessControl roles and whether anyone holds them, or empty when the
+	// contract has no roles.
+	Roles []*RoleHolding `protobuf:"bytes,10,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Collapse of the token's pool seen by the whale scan in its window, or
+	// null.
+	PoolCollapse  *PoolCollapse `protobuf:"bytes,11,opt,name=pool_collapse,json=poolCollapse,proto3" json:"pool_collapse,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -689,6 +716,248 @@ func (x *RugChecks) GetKnownToken() *KnownToken {
 	return nil
 }
 
+func (x *RugChecks) GetBlock() uint32 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *RugChecks) GetRules() []*FlagRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *RugChecks) GetRoles() []*RoleHolding {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *RugChecks) GetPoolCollapse() *PoolCollapse {
+	if x != nil {
+		return x.PoolCollapse
+	}
+	return nil
+}
+
+// The rule behind one flag of a rug check.
+type FlagRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The flag, as in the response's flags.
+	Flag string `protobuf:"bytes,1,opt,name=flag,proto3" json:"flag,omitempty"`
+	// Stable rule identifier, e.g. "RC-CAP-1" (docs/rules.md).
+	Rule string `protobuf:"bytes,2,opt,name=rule,proto3" json:"rule,omitempty"`
+	// What the rule read, e.g. "selector 0x40c10f19 mint(address,uint256) in
+	// the implementation" or "ProxyAdmin 0x… owner() = 0x0".
+	Evidence      string `protobuf:"bytes,3,opt,name=evidence,proto3" json:"evidence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlagRule) Reset() {
+	*x = FlagRule{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlagRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlagRule) ProtoMessage() {}
+
+func (x *FlagRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlagRule.ProtoReflect.Descriptor instead.
+func (*FlagRule) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FlagRule) GetFlag() string {
+	if x != nil {
+		return x.Flag
+	}
+	return ""
+}
+
+func (x *FlagRule) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *FlagRule) GetEvidence() string {
+	if x != nil {
+		return x.Evidence
+	}
+	return ""
+}
+
+// One AccessControl role of a token.
+type RoleHolding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Role name, e.g. "DEFAULT_ADMIN_ROLE", "MINTER_ROLE".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Role identifier (bytes32), 0x-prefixed.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Whether some account holds the role, as far as source tells.
+	Held bool `protobuf:"varint,3,opt,name=held,proto3" json:"held,omitempty"`
+	// Members counted by getRoleMemberCount, or null when the contract does
+	// not enumerate its roles.
+	Members *wrapperspb.UInt32Value `protobuf:"bytes,4,opt,name=members,proto3" json:"members,omitempty"`
+	// How held was decided: "enumerable" (getRoleMemberCount), "events"
+	// (RoleGranted/RoleRevoked in the activity window) or "assumed" (neither
+	// tells: an unknown holder is assumed, docs/rules.md).
+	Source        string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoleHolding) Reset() {
+	*x = RoleHolding{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoleHolding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoleHolding) ProtoMessage() {}
+
+func (x *RoleHolding) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoleHolding.ProtoReflect.Descriptor instead.
+func (*RoleHolding) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RoleHolding) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RoleHolding) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RoleHolding) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *RoleHolding) GetMembers() *wrapperspb.UInt32Value {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *RoleHolding) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// A collapse of a token's pool seen by the whale scan.
+type PoolCollapse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pool address.
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// "liquidity" (liquidity pulled) or "drawdown" (price crash from its peak).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Block of the collapsing transaction.
+	Block         uint32 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolCollapse) Reset() {
+	*x = PoolCollapse{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolCollapse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolCollapse) ProtoMessage() {}
+
+func (x *PoolCollapse) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolCollapse.ProtoReflect.Descriptor instead.
+func (*PoolCollapse) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PoolCollapse) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PoolCollapse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PoolCollapse) GetBlock() uint32 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
 // A class of capability and the dispatcher selectors that revealed it.
 type Capability struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -705,7 +974,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +986,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +999,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Capability) GetClass() CapabilityClass {
@@ -773,13 +1042,24 @@ type ProxyInfo struct {
 	Admin *wrapperspb.StringValue `protobuf:"bytes,4,opt,name=admin,proto3" json:"admin,omitempty"`
 	// Keccak-256 of the implementation's runtime bytecode.
 	ImplementationCodeHash string `protobuf:"bytes,5,opt,name=implementation_code_hash,json=implementationCodeHash,proto3" json:"implementation_code_hash,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Who can replace the implementation: the admin when it is an account,
+	// the owner() of an admin contract (ProxyAdmin) or of the beacon, the
+	// token's owner for UUPS; null when nobody can (a renounced ProxyAdmin or
+	// beacon, a clone) or nobody is known.
+	Upgrader *wrapperspb.StringValue `protobuf:"bytes,6,opt,name=upgrader,proto3" json:"upgrader,omitempty"`
+	// How upgrader was found: "admin-account", "admin-contract-owner",
+	// "admin-contract" (an admin contract without owner(), e.g. a multisig or
+	// timelock: it can upgrade), "beacon-owner", "beacon" (a beacon without
+	// owner()), "token-owner" (UUPS), "renounced", "immutable" (a clone) or
+	// "unknown".
+	UpgraderSource string `protobuf:"bytes,7,opt,name=upgrader_source,json=upgraderSource,proto3" json:"upgrader_source,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ProxyInfo) Reset() {
 	*x = ProxyInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +1071,7 @@ func (x *ProxyInfo) String() string {
 func (*ProxyInfo) ProtoMessage() {}
 
 func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +1084,7 @@ func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyInfo.ProtoReflect.Descriptor instead.
 func (*ProxyInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProxyInfo) GetKind() ProxyKind {
@@ -842,6 +1122,20 @@ func (x *ProxyInfo) GetImplementationCodeHash() string {
 	return ""
 }
 
+func (x *ProxyInfo) GetUpgrader() *wrapperspb.StringValue {
+	if x != nil {
+		return x.Upgrader
+	}
+	return nil
+}
+
+func (x *ProxyInfo) GetUpgraderSource() string {
+	if x != nil {
+		return x.UpgraderSource
+	}
+	return ""
+}
+
 // Ownership facts of a token.
 type OwnerInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -857,7 +1151,7 @@ type OwnerInfo struct {
 
 func (x *OwnerInfo) Reset() {
 	*x = OwnerInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1163,7 @@ func (x *OwnerInfo) String() string {
 func (*OwnerInfo) ProtoMessage() {}
 
 func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1176,7 @@ func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerInfo.ProtoReflect.Descriptor instead.
 func (*OwnerInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OwnerInfo) GetAddress() *wrapperspb.StringValue {
@@ -923,7 +1217,7 @@ type TransferActivity struct {
 
 func (x *TransferActivity) Reset() {
 	*x = TransferActivity{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1229,7 @@ func (x *TransferActivity) String() string {
 func (*TransferActivity) ProtoMessage() {}
 
 func (x *TransferActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1242,7 @@ func (x *TransferActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferActivity.ProtoReflect.Descriptor instead.
 func (*TransferActivity) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TransferActivity) GetWindowBlocks() uint32 {
@@ -1006,7 +1300,7 @@ type KnownToken struct {
 
 func (x *KnownToken) Reset() {
 	*x = KnownToken{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1312,7 @@ func (x *KnownToken) String() string {
 func (*KnownToken) ProtoMessage() {}
 
 func (x *KnownToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1325,7 @@ func (x *KnownToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnownToken.ProtoReflect.Descriptor instead.
 func (*KnownToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KnownToken) GetName() string {
@@ -1069,7 +1363,7 @@ type WhaleWallet struct {
 
 func (x *WhaleWallet) Reset() {
 	*x = WhaleWallet{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1375,7 @@ func (x *WhaleWallet) String() string {
 func (*WhaleWallet) ProtoMessage() {}
 
 func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1388,7 @@ func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhaleWallet.ProtoReflect.Descriptor instead.
 func (*WhaleWallet) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WhaleWallet) GetAddress() string {
@@ -1159,7 +1453,7 @@ type SignalProvenance struct {
 
 func (x *SignalProvenance) Reset() {
 	*x = SignalProvenance{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1465,7 @@ func (x *SignalProvenance) String() string {
 func (*SignalProvenance) ProtoMessage() {}
 
 func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1478,7 @@ func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalProvenance.ProtoReflect.Descriptor instead.
 func (*SignalProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SignalProvenance) GetTotalCloses() uint32 {
@@ -1214,7 +1508,7 @@ type RsiBlock struct {
 
 func (x *RsiBlock) Reset() {
 	*x = RsiBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1520,7 @@ func (x *RsiBlock) String() string {
 func (*RsiBlock) ProtoMessage() {}
 
 func (x *RsiBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1533,7 @@ func (x *RsiBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RsiBlock.ProtoReflect.Descriptor instead.
 func (*RsiBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RsiBlock) GetValue() float64 {
@@ -1278,7 +1572,7 @@ type EmaGapBlock struct {
 
 func (x *EmaGapBlock) Reset() {
 	*x = EmaGapBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1584,7 @@ func (x *EmaGapBlock) String() string {
 func (*EmaGapBlock) ProtoMessage() {}
 
 func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1597,7 @@ func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmaGapBlock.ProtoReflect.Descriptor instead.
 func (*EmaGapBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EmaGapBlock) GetPct() float64 {
@@ -1351,7 +1645,7 @@ type VolatilityBlock struct {
 
 func (x *VolatilityBlock) Reset() {
 	*x = VolatilityBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1657,7 @@ func (x *VolatilityBlock) String() string {
 func (*VolatilityBlock) ProtoMessage() {}
 
 func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1670,7 @@ func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolatilityBlock.ProtoReflect.Descriptor instead.
 func (*VolatilityBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VolatilityBlock) GetFlag() VolatilityFlag {
@@ -1430,7 +1724,7 @@ type ConfidenceBlock struct {
 
 func (x *ConfidenceBlock) Reset() {
 	*x = ConfidenceBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1736,7 @@ func (x *ConfidenceBlock) String() string {
 func (*ConfidenceBlock) ProtoMessage() {}
 
 func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1749,7 @@ func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfidenceBlock.ProtoReflect.Descriptor instead.
 func (*ConfidenceBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ConfidenceBlock) GetScore() int32 {
@@ -1511,7 +1805,7 @@ type SignalPackInputs struct {
 
 func (x *SignalPackInputs) Reset() {
 	*x = SignalPackInputs{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1523,7 +1817,7 @@ func (x *SignalPackInputs) String() string {
 func (*SignalPackInputs) ProtoMessage() {}
 
 func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1536,7 +1830,7 @@ func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalPackInputs.ProtoReflect.Descriptor instead.
 func (*SignalPackInputs) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SignalPackInputs) GetSource() string {
@@ -1614,7 +1908,7 @@ type LaneRecord struct {
 
 func (x *LaneRecord) Reset() {
 	*x = LaneRecord{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1920,7 @@ func (x *LaneRecord) String() string {
 func (*LaneRecord) ProtoMessage() {}
 
 func (x *LaneRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1933,7 @@ func (x *LaneRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneRecord.ProtoReflect.Descriptor instead.
 func (*LaneRecord) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LaneRecord) GetCloses() uint32 {
@@ -1672,7 +1966,7 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x06regime\x18\x01 \x01(\x0e2\x19.tollgate.v1.CandleRegimeR\x06regime\x12\x10\n" +
 	"\x03rsi\x18\x02 \x01(\x01R\x03rsi\x12\x14\n" +
 	"\x05ema10\x18\x03 \x01(\x01R\x05ema10\x12\x14\n" +
-	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\xe3\x02\n" +
+	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\x9e\x04\n" +
 	"\tRugChecks\x12\x1b\n" +
 	"\tcode_hash\x18\x01 \x01(\tR\bcodeHash\x12\x1b\n" +
 	"\tcode_size\x18\x02 \x01(\rR\bcodeSize\x12;\n" +
@@ -1681,7 +1975,26 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x05owner\x18\x05 \x01(\v2\x16.tollgate.v1.OwnerInfoR\x05owner\x129\n" +
 	"\bactivity\x18\x06 \x01(\v2\x1d.tollgate.v1.TransferActivityR\bactivity\x12@\n" +
 	"\vknown_token\x18\a \x01(\v2\x17.tollgate.v1.KnownTokenB\x06\x9a\xb5\x18\x02H\x01R\n" +
-	"knownToken\"\x96\x01\n" +
+	"knownToken\x12\x14\n" +
+	"\x05block\x18\b \x01(\rR\x05block\x12+\n" +
+	"\x05rules\x18\t \x03(\v2\x15.tollgate.v1.FlagRuleR\x05rules\x12.\n" +
+	"\x05roles\x18\n" +
+	" \x03(\v2\x18.tollgate.v1.RoleHoldingR\x05roles\x12F\n" +
+	"\rpool_collapse\x18\v \x01(\v2\x19.tollgate.v1.PoolCollapseB\x06\x9a\xb5\x18\x02H\x01R\fpoolCollapse\"N\n" +
+	"\bFlagRule\x12\x12\n" +
+	"\x04flag\x18\x01 \x01(\tR\x04flag\x12\x12\n" +
+	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x1a\n" +
+	"\bevidence\x18\x03 \x01(\tR\bevidence\"\x95\x01\n" +
+	"\vRoleHolding\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04held\x18\x03 \x01(\bR\x04held\x126\n" +
+	"\amembers\x18\x04 \x01(\v2\x1c.google.protobuf.UInt32ValueR\amembers\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"L\n" +
+	"\fPoolCollapse\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05block\x18\x03 \x01(\rR\x05block\"\x96\x01\n" +
 	"\n" +
 	"Capability\x122\n" +
 	"\x05class\x18\x01 \x01(\x0e2\x1c.tollgate.v1.CapabilityClassR\x05class\x12\x1c\n" +
@@ -1689,13 +2002,15 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"signatures\x18\x03 \x03(\tR\n" +
 	"signatures\x12\x16\n" +
-	"\x06source\x18\x04 \x01(\tR\x06source\"\x83\x02\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\"\xe6\x02\n" +
 	"\tProxyInfo\x12*\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x16.tollgate.v1.ProxyKindR\x04kind\x12&\n" +
 	"\x0eimplementation\x18\x02 \x01(\tR\x0eimplementation\x124\n" +
 	"\x06beacon\x18\x03 \x01(\v2\x1c.google.protobuf.StringValueR\x06beacon\x122\n" +
 	"\x05admin\x18\x04 \x01(\v2\x1c.google.protobuf.StringValueR\x05admin\x128\n" +
-	"\x18implementation_code_hash\x18\x05 \x01(\tR\x16implementationCodeHash\"y\n" +
+	"\x18implementation_code_hash\x18\x05 \x01(\tR\x16implementationCodeHash\x128\n" +
+	"\bupgrader\x18\x06 \x01(\v2\x1c.google.protobuf.StringValueR\bupgrader\x12'\n" +
+	"\x0fupgrader_source\x18\a \x01(\tR\x0eupgraderSource\"y\n" +
 	"\tOwnerInfo\x126\n" +
 	"\aaddress\x18\x01 \x01(\v2\x1c.google.protobuf.StringValueR\aaddress\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1c\n" +
@@ -1807,14 +2122,19 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x14CAPABILITY_CLASS_FEE\x10\x04\x1a\a\x8a\xb5\x18\x03fee\x12%\n" +
 	"\x16CAPABILITY_CLASS_LIMIT\x10\x05\x1a\t\x8a\xb5\x18\x05limit\x12)\n" +
 	"\x18CAPABILITY_CLASS_TRADING\x10\x06\x1a\v\x8a\xb5\x18\atrading\x12)\n" +
-	"\x18CAPABILITY_CLASS_UPGRADE\x10\a\x1a\v\x8a\xb5\x18\aupgrade*\xee\x01\n" +
+	"\x18CAPABILITY_CLASS_UPGRADE\x10\a\x1a\v\x8a\xb5\x18\aupgrade*\xf1\x02\n" +
 	"\tProxyKind\x12\x1a\n" +
 	"\x16PROXY_KIND_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x12PROXY_KIND_EIP1967\x10\x01\x1a\v\x8a\xb5\x18\aeip1967\x121\n" +
 	"\x19PROXY_KIND_EIP1967_BEACON\x10\x02\x1a\x12\x8a\xb5\x18\x0eeip1967-beacon\x12#\n" +
 	"\x12PROXY_KIND_EIP1822\x10\x03\x1a\v\x8a\xb5\x18\aeip1822\x12#\n" +
 	"\x12PROXY_KIND_EIP1167\x10\x04\x1a\v\x8a\xb5\x18\aeip1167\x12#\n" +
-	"\x12PROXY_KIND_ERC7511\x10\x05\x1a\v\x8a\xb5\x18\aerc7511B\xa5\x01\n" +
+	"\x12PROXY_KIND_ERC7511\x10\x05\x1a\v\x8a\xb5\x18\aerc7511\x12)\n" +
+	"\x15PROXY_KIND_ZEPPELINOS\x10\x06\x1a\x0e\x8a\xb5\x18\n" +
+	"zeppelinos\x12+\n" +
+	"\x16PROXY_KIND_GNOSIS_SAFE\x10\a\x1a\x0f\x8a\xb5\x18\vgnosis-safe\x12)\n" +
+	"\x15PROXY_KIND_UNRESOLVED\x10\b\x1a\x0e\x8a\xb5\x18\n" +
+	"unresolvedB\xa5\x01\n" +
 	"\x0fcom.tollgate.v1B\fRecordsProtoP\x01Z7github.com/tollgate/tollgate/gen/tollgate/v1;tollgatev1\xa2\x02\x03TXX\xaa\x02\vTollgate.V1\xca\x02\vTollgate\\V1\xe2\x02\x17Tollgate\\V1\\GPBMetadata\xea\x02\fTollgate::V1b\x06proto3"
 
 var (
@@ -1830,7 +2150,7 @@ func file_tollgate_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_tollgate_v1_records_proto_goTypes = []any{
 	(Verdict)(0),                   // 0: tollgate.v1.Verdict
 	(Gate)(0),                      // 1: tollgate.v1.Gate
@@ -1842,48 +2162,57 @@ var file_tollgate_v1_records_proto_goTypes = []any{
 	(*Candle)(nil),                 // 7: tollgate.v1.Candle
 	(*CandleIndicators)(nil),       // 8: tollgate.v1.CandleIndicators
 	(*RugChecks)(nil),              // 9: tollgate.v1.RugChecks
-	(*Capability)(nil),             // 10: tollgate.v1.Capability
-	(*ProxyInfo)(nil),              // 11: tollgate.v1.ProxyInfo
-	(*OwnerInfo)(nil),              // 12: tollgate.v1.OwnerInfo
-	(*TransferActivity)(nil),       // 13: tollgate.v1.TransferActivity
-	(*KnownToken)(nil),             // 14: tollgate.v1.KnownToken
-	(*WhaleWallet)(nil),            // 15: tollgate.v1.WhaleWallet
-	(*SignalProvenance)(nil),       // 16: tollgate.v1.SignalProvenance
-	(*RsiBlock)(nil),               // 17: tollgate.v1.RsiBlock
-	(*EmaGapBlock)(nil),            // 18: tollgate.v1.EmaGapBlock
-	(*VolatilityBlock)(nil),        // 19: tollgate.v1.VolatilityBlock
-	(*ConfidenceBlock)(nil),        // 20: tollgate.v1.ConfidenceBlock
-	(*SignalPackInputs)(nil),       // 21: tollgate.v1.SignalPackInputs
-	(*LaneRecord)(nil),             // 22: tollgate.v1.LaneRecord
-	nil,                            // 23: tollgate.v1.SignalProvenance.LanesEntry
-	nil,                            // 24: tollgate.v1.SignalPackInputs.ThresholdsEntry
-	(*wrapperspb.StringValue)(nil), // 25: google.protobuf.StringValue
-	(*wrapperspb.DoubleValue)(nil), // 26: google.protobuf.DoubleValue
+	(*FlagRule)(nil),               // 10: tollgate.v1.FlagRule
+	(*RoleHolding)(nil),            // 11: tollgate.v1.RoleHolding
+	(*PoolCollapse)(nil),           // 12: tollgate.v1.PoolCollapse
+	(*Capability)(nil),             // 13: tollgate.v1.Capability
+	(*ProxyInfo)(nil),              // 14: tollgate.v1.ProxyInfo
+	(*OwnerInfo)(nil),              // 15: tollgate.v1.OwnerInfo
+	(*TransferActivity)(nil),       // 16: tollgate.v1.TransferActivity
+	(*KnownToken)(nil),             // 17: tollgate.v1.KnownToken
+	(*WhaleWallet)(nil),            // 18: tollgate.v1.WhaleWallet
+	(*SignalProvenance)(nil),       // 19: tollgate.v1.SignalProvenance
+	(*RsiBlock)(nil),               // 20: tollgate.v1.RsiBlock
+	(*EmaGapBlock)(nil),            // 21: tollgate.v1.EmaGapBlock
+	(*VolatilityBlock)(nil),        // 22: tollgate.v1.VolatilityBlock
+	(*ConfidenceBlock)(nil),        // 23: tollgate.v1.ConfidenceBlock
+	(*SignalPackInputs)(nil),       // 24: tollgate.v1.SignalPackInputs
+	(*LaneRecord)(nil),             // 25: tollgate.v1.LaneRecord
+	nil,                            // 26: tollgate.v1.SignalProvenance.LanesEntry
+	nil,                            // 27: tollgate.v1.SignalPackInputs.ThresholdsEntry
+	(*wrapperspb.UInt32Value)(nil), // 28: google.protobuf.UInt32Value
+	(*wrapperspb.StringValue)(nil), // 29: google.protobuf.StringValue
+	(*wrapperspb.DoubleValue)(nil), // 30: google.protobuf.DoubleValue
 }
 var file_tollgate_v1_records_proto_depIdxs = []int32{
 	3,  // 0: tollgate.v1.CandleIndicators.regime:type_name -> tollgate.v1.CandleRegime
-	10, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
-	11, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
-	12, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
-	13, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
-	14, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
-	5,  // 6: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
-	6,  // 7: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
-	25, // 8: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
-	25, // 9: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
-	25, // 10: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
-	23, // 11: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
-	4,  // 12: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
-	26, // 13: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
-	26, // 14: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
-	26, // 15: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
-	24, // 16: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
-	25, // 17: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	13, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
+	14, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
+	15, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
+	16, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
+	17, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
+	10, // 6: tollgate.v1.RugChecks.rules:type_name -> tollgate.v1.FlagRule
+	11, // 7: tollgate.v1.RugChecks.roles:type_name -> tollgate.v1.RoleHolding
+	12, // 8: tollgate.v1.RugChecks.pool_collapse:type_name -> tollgate.v1.PoolCollapse
+	28, // 9: tollgate.v1.RoleHolding.members:type_name -> google.protobuf.UInt32Value
+	5,  // 10: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
+	6,  // 11: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
+	29, // 12: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
+	29, // 13: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
+	29, // 14: tollgate.v1.ProxyInfo.upgrader:type_name -> google.protobuf.StringValue
+	29, // 15: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
+	26, // 16: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
+	4,  // 17: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
+	30, // 18: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
+	30, // 19: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
+	30, // 20: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
+	27, // 21: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
+	29, // 22: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_records_proto_init() }
@@ -1898,7 +2227,7 @@ func file_tollgate_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_records_proto_rawDesc), len(file_tollgate_v1_records_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   18,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
