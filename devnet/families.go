@@ -23,7 +23,7 @@ const LegacyAdminAccount = 6
 // familyGas is the gas of each deployment of deployFamilies; their sum
 // stays under the block gas limit (60 M) so that every family is one block.
 var familyGas = map[string]uint64{
-	"OZUpgradeableBeacon": 1_000_000, "OZBeaconProxy": 1_000_000, "OZTransparentProxy": 2_000_000,
+	"OZUpgradeableBeacon": 1_000_000, "OZBeaconProxy": 1_000_000, "OZTransparentProxy": 2_000_000, "CustomSlotProxy": 1_000_000,
 	"RoleToken": 3_000_000, "PlainRoleToken": 2_500_000, "LegacyFiatToken": 3_000_000, "LegacyAdminProxy": 1_500_000,
 	"LimitToken": 1_500_000, "FloorLimitToken": 1_500_000, "UniswapV2Factory": 5_000_000,
 }
@@ -98,6 +98,11 @@ func (c *Chain) deployFamilies(ctx context.Context, impl common.Address, implABI
 	call(crypto.CreateAddress(renounced, 1), ownable, "renounceOwnership")
 	call(renounced, implABI, "transfer", holder, some)
 	scenario("transparent-renounced", "PASS", renounced)
+
+	// A forwarder with an implementation slot of its own: unresolved.
+	custom := deploy("CustomSlotProxy", impl, initData("Custom Slot Token", "CSLOT"))
+	call(custom, implABI, "transfer", holder, some)
+	scenario("custom-slot-proxy", "WARN", custom)
 
 	// AccessControl tokens: roles held (enumerable), every role renounced
 	// (enumerable), roles held as only events tell (plain).

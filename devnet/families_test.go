@@ -20,7 +20,7 @@ func TestFamiliesDeployed(t *testing.T) {
 		}
 		blocks[sc.Expect] = true
 	}
-	if len(d.Scenario) != 21 || !blocks["REFUSED"] {
+	if len(d.Scenario) != 22 || !blocks["REFUSED"] {
 		t.Errorf("%d scenario contracts", len(d.Scenario))
 	}
 }

@@ -115,16 +115,18 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	caps := rugcheck.Capabilities(scan, "token")
 	roleBased, selfDestruct := rugcheck.RoleBased(scan), scan.SelfDestruct
 	var implHash common.Hash
+	var implScan *bytecode.Scan
 	if len(k.ImplementationCode) > 0 {
 		implHash = crypto.Keccak256Hash(k.ImplementationCode)
 		is := a.scans.get(implHash, k.ImplementationCode)
+		implScan = &is
 		caps = append(caps, rugcheck.Capabilities(is, "implementation")...)
 		roleBased, selfDestruct = roleBased || rugcheck.RoleBased(is), selfDestruct || is.SelfDestruct
 	}
 	renounced := k.Owner != nil && (*k.Owner == (common.Address{}) || *k.Owner == deadAddress)
 	known, isKnown := knownIssuers[k.Address]
 	power := upgradePower(k, renounced)
-	unresolved, unresolvedWhy := unresolvedForwarder(k, scan)
+	unresolved, unresolvedWhy := unresolvedForwarder(k, scan, implScan)
 	roles, protoRoles := roleHoldings(k, roleBased)
 	from, _ := window(k)
 	facts := rugcheck.Facts{
@@ -270,14 +272,38 @@ func upgradePower(k *chain.Contract, ownerRenounced bool) upgrade {
 	return u
 }
 
-// unresolvedForwarder reports code that forwards calls with DELEGATECALL
-// while no proxy standard names the target (rule RC-5): the code that
-// runs is not the code analysed.
-func unresolvedForwarder(k *chain.Contract, s bytecode.Scan) (bool, string) {
-	if k.ProxyKind != "" || !s.DelegateCall {
-		return false, ""
+// standardSlots are the storage slots whose forwarders Inspect resolves.
+var standardSlots = map[common.Hash]bool{
+	chain.SlotImplementation: true, chain.SlotBeacon: true, chain.SlotProxiable: true, chain.SlotZosImpl: true,
+}
+
+// unresolvedForwarder applies rule RC-5: a DELEGATECALL whose target comes
+// from a storage slot no proxy standard uses, or is computed, is a proxy
+// whose code nobody analysed. Not flagged: a target from a standard slot
+// (resolved, or empty: nothing runs), the contract itself (Multicall), a
+// constant (a library or an immutable: fixed code), or the calldata
+// (upgradeToAndCall, execute-style functions: the caller's own choice). A
+// proxy that Inspect resolved is checked through its implementation's
+// code instead.
+func unresolvedForwarder(k *chain.Contract, token bytecode.Scan, impl *bytecode.Scan) (bool, string) {
+	s := token
+	where := "the token"
+	if k.ProxyKind != "" {
+		if impl == nil {
+			return false, ""
+		}
+		s, where = *impl, "the implementation"
 	}
-	return true, "DELEGATECALL in the code, and no EIP-1967, EIP-1822, beacon, ZeppelinOS, Safe or clone layout names its target"
+	for _, f := range s.Forwarders {
+		switch {
+		case f.Origin == bytecode.OriginSlot && !standardSlots[common.Hash(f.Slot)] &&
+			!(k.ProxyKind == "gnosis-safe" && common.Hash(f.Slot) == chain.SlotSafeSingleton):
+			return true, fmt.Sprintf("DELEGATECALL at pc %d of %s to the address in storage slot %s, which no proxy standard uses", f.PC, where, common.Hash(f.Slot).Hex())
+		case f.Origin == bytecode.OriginUnknown:
+			return true, fmt.Sprintf("DELEGATECALL at pc %d of %s to a computed address", f.PC, where)
+		}
+	}
+	return false, ""
 }
 
 // roleHoldings tells whether anyone holds the AccessControl roles (rule

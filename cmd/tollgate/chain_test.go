@@ -89,7 +89,7 @@ func TestRugCheckScenario(t *testing.T) {
 			scenario = append(scenario, c)
 		}
 	}
-	if len(scenario) != 21 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
+	if len(scenario) != 22 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
 		t.Fatalf("devnet contracts %v", proj.GetDevnetContracts())
 	}
 	wantFlags := map[string][]string{
@@ -111,6 +111,7 @@ func TestRugCheckScenario(t *testing.T) {
 		"limit":                 {"owner-active", "tx-limits"},
 		"limit-floor":           {"owner-active", "tx-limit-floor", "tx-limits"},
 		"uniswap-v2-pair":       {"no-owner"},
+		"custom-slot-proxy":     {"owner-active", "unresolved-proxy"},
 	}
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
 	second := startServe(t, []string{"--chain-rpc", "http://" + first.ls.devnet.Addr().String(),
@@ -146,7 +147,8 @@ func TestRugCheckScenario(t *testing.T) {
 				t.Errorf("%s: rule %v", c.GetName(), fr)
 			}
 		}
-		if p := ck.GetProxy(); p != nil && p.GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 && p.GetImplementationCodeHash() == "" {
+		if p := ck.GetProxy(); p != nil && p.GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 && p.GetKind() != tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED &&
+			p.GetImplementationCodeHash() == "" {
 			t.Errorf("%s: no implementation code hash: %v", c.GetName(), p)
 		}
 		r2, err := cl2.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
@@ -176,6 +178,12 @@ func TestRugCheckScenario(t *testing.T) {
 	clone, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName["clone"]})
 	if clone.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_EIP1167 || clone.GetChecks().GetProxy().GetImplementation() != proxy.GetChecks().GetProxy().GetImplementation() {
 		t.Errorf("clone: %v", clone.GetChecks().GetProxy())
+	}
+	// A forwarder through a slot of its own: unresolved, named as such.
+	custom, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName["custom-slot-proxy"]})
+	if custom.GetChecks().GetProxy().GetKind() != tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED || custom.GetVerdict() == tollgatev1.Verdict_VERDICT_PASS ||
+		!strings.Contains(custom.GetChecks().GetRules()[1].GetEvidence(), "storage slot 0x") {
+		t.Errorf("custom slot proxy: %v %v", custom.GetVerdict(), custom.GetChecks())
 	}
 	// Families: who can upgrade, who holds roles, the legacy layout.
 	wantUpgrader := map[string]string{"beacon": "beacon-owner", "transparent": "admin-contract-owner", "transparent-renounced": "renounced",

@@ -317,3 +317,34 @@ contract LegacyFiatToken {
         emit Transfer(from, to, value);
     }
 }
+
+/// @notice A forwarder that keeps its implementation in a slot of its own
+/// choosing, which no proxy standard names: what it runs is unknown to a
+/// reader that knows only the standards.
+contract CustomSlotProxy {
+    bytes32 private constant SLOT = keccak256("devnet.custom.proxy.implementation");
+
+    constructor(address implementation, bytes memory init) {
+        bytes32 slot = SLOT;
+        assembly {
+            sstore(slot, implementation)
+        }
+        (bool ok, ) = implementation.delegatecall(init);
+        require(ok, "init");
+    }
+
+    fallback() external payable {
+        bytes32 slot = SLOT;
+        assembly {
+            let impl := sload(slot)
+            calldatacopy(0, 0, calldatasize())
+            let ok := delegatecall(gas(), impl, 0, calldatasize(), 0, 0)
+            returndatacopy(0, 0, returndatasize())
+            switch ok
+            case 0 { revert(0, returndatasize()) }
+            default { return(0, returndatasize()) }
+        }
+    }
+
+    receive() external payable {}
+}

@@ -1,0 +1,83 @@
+package service
+
+import (
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/tollgate/tollgate/service/bytecode"
+	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/rugcheck"
+)
+
+// TestUnresolvedForwarder: rule RC-5 flags a DELEGATECALL to a
+// non-standard slot or a computed address, and nothing else.
+func TestUnresolvedForwarder(t *testing.T) {
+	t.Parallel()
+	fw := func(o bytecode.Origin, slot common.Hash) bytecode.Scan {
+		return bytecode.Scan{DelegateCall: true, Forwarders: []bytecode.Forwarder{{PC: 9, Origin: o, Slot: slot}}}
+	}
+	custom := common.HexToHash("0x1234")
+	tests := []struct {
+		name string
+		k    chain.Contract
+		s    bytecode.Scan
+		impl *bytecode.Scan
+		want bool
+	}{
+		{"custom slot", chain.Contract{}, fw(bytecode.OriginSlot, custom), nil, true},
+		{"computed", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil, true},
+		{"EIP-1967 slot, empty", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotImplementation), nil, false},
+		{"ZeppelinOS slot", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotZosImpl), nil, false},
+		{"multicall", chain.Contract{}, fw(bytecode.OriginSelf, common.Hash{}), nil, false},
+		{"library", chain.Contract{}, fw(bytecode.OriginConstant, common.Hash{}), nil, false},
+		{"upgradeToAndCall", chain.Contract{}, fw(bytecode.OriginCalldata, common.Hash{}), nil, false},
+		{"safe slot 0", chain.Contract{ProxyKind: "gnosis-safe"}, fw(bytecode.OriginSlot, common.Hash{}), &bytecode.Scan{}, false},
+		{"slot 0, not a Safe", chain.Contract{}, fw(bytecode.OriginSlot, common.Hash{}), nil, true},
+		{"resolved proxy, plain implementation", chain.Contract{ProxyKind: "eip1967"}, fw(bytecode.OriginSlot, custom), &bytecode.Scan{}, false},
+		{"resolved proxy, implementation forwards again", chain.Contract{ProxyKind: "eip1967"}, bytecode.Scan{}, func() *bytecode.Scan {
+			s := fw(bytecode.OriginSlot, custom)
+			return &s
+		}(), true},
+	}
+	for _, tt := range tests {
+		got, why := unresolvedForwarder(&tt.k, tt.s, tt.impl)
+		if got != tt.want || got != (why != "") {
+			t.Errorf("%s: %v %q", tt.name, got, why)
+		}
+	}
+}
+
+// TestLimitFloor: rule RC-2 needs every present limit setter to have
+// reverted at 0 from the owner; loosening functions alone never freeze.
+func TestLimitFloor(t *testing.T) {
+	t.Parallel()
+	setters := rugcheck.LimitSetters()
+	capsOf := func(sels ...bytecode.Selector) []rugcheck.Capability {
+		return []rugcheck.Capability{{Class: rugcheck.Limit, Selectors: sels}}
+	}
+	probes := func(ok int) []bool {
+		p := make([]bool, len(setters))
+		if ok >= 0 {
+			p[ok] = true
+		}
+		return p
+	}
+	removeLimits := bytecode.Selector{0x75, 0x10, 0x39, 0xfc}
+	for _, tt := range []struct {
+		name   string
+		caps   []rugcheck.Capability
+		probes []bool
+		want   bool
+	}{
+		{"setter accepts 0", capsOf(setters[0]), probes(0), false},
+		{"setter reverts at 0", capsOf(setters[0]), probes(-1), true},
+		{"not probed (no active owner)", capsOf(setters[0]), nil, false},
+		{"another setter accepts 0", capsOf(setters[0], setters[1]), probes(1), false},
+		{"only removeLimits()", capsOf(removeLimits), nil, true},
+	} {
+		if got := limitFloor(&chain.Contract{OwnerProbes: tt.probes}, tt.caps); got != tt.want {
+			t.Errorf("%s: %v", tt.name, got)
+		}
+	}
+}
