@@ -106,6 +106,14 @@ func TestDispatchers(t *testing.T) {
 			"ret: JUMPDEST POP DUP1 PUSH4 " + pause + " EQ PUSH2 @f1 JUMPI STOP " +
 			"fn: JUMPDEST SWAP1 JUMP" + bodies,
 			sels("pause()")},
+		{"callee reading its caller's stack (analysed inline)", prologue +
+			"PUSH2 @ret PUSH2 @fn JUMP ret: JUMPDEST STOP fn: JUMPDEST DUP2 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI JUMP" + bodies,
+			sels("mint(address,uint256)")},
+		{"callee returning the selector", "PUSH2 @ret PUSH2 @fn JUMP ret: JUMPDEST DUP1 PUSH4 " + pause + " EQ PUSH2 @f1 JUMPI STOP " +
+			"fn: JUMPDEST PUSH0 CALLDATALOAD PUSH1 0xe0 SHR SWAP1 JUMP" + bodies,
+			sels("pause()")},
+		{"a loop growing the stack ends", prologue + "DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI loop: JUMPDEST PUSH1 1 PUSH2 @loop JUMP" + bodies,
+			sels("owner()")},
 		{"unreachable code after STOP", prologue + "STOP DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
 		{"jump to a constant that is not a JUMPDEST", prologue + "PUSH2 @notdest JUMP notdest: DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},
 		{"a loop ends", prologue + "loop: JUMPDEST DUP1 PUSH4 " + mint + " EQ PUSH2 @loop JUMPI PUSH2 @loop JUMP", sels("mint(address,uint256)")},
@@ -135,9 +143,8 @@ func TestDispatchers(t *testing.T) {
 }
 
 // TestBounded: call strings that double at every level (each function
-// calls the next one twice) do not make the analysis exponential: past its
-// work bound it finishes with unknown stacks, still finds the dispatcher
-// (by its shape) and says its jumps were not all resolved.
+// calls the next one twice, 2**40 paths) cost one analysis per function:
+// callees are analysed once for all their callers.
 func TestBounded(t *testing.T) {
 	t.Parallel()
 	const levels = 40
@@ -149,10 +156,10 @@ func TestBounded(t *testing.T) {
 	fmt.Fprintf(&b, "f%d: JUMPDEST JUMP", levels)
 	start := time.Now()
 	s := bytecode.Analyze(asm(t, b.String()))
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > time.Second {
 		t.Errorf("took %v", d)
 	}
-	if !slices.Equal(s.Selectors, sels("mint(address,uint256)")) || s.Unresolved == 0 {
+	if !slices.Equal(s.Selectors, sels("mint(address,uint256)")) || s.Unresolved != 0 {
 		t.Errorf("selectors %x unresolved %d", s.Selectors, s.Unresolved)
 	}
 }

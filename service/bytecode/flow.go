@@ -113,6 +113,7 @@ const (
 	kSelectorHigh             // the selector, left-aligned, low 28 bytes zero
 	kSload                    // SLOAD of a constant slot; pc is the slot's PUSH
 	kSelf                     // ADDRESS
+	kRet                      // the return address of the frame being analysed (see frame)
 )
 
 // value is an abstract stack value. pc is zero unless the kind says
@@ -136,14 +137,47 @@ const (
 // stack it was entered with at that height.
 type state struct {
 	pc, off, n int32 // entry pc; stack in analysis.arena
+	frame      int32
 	bottomless bool
 	queued     bool
 }
+
+// frame is a callee analysed once for all its callers: a jump to a
+// constant target while a return address (a constant naming a JUMPDEST) is
+// on the stack enters the target in a frame whose stack is that return
+// address, as the placeholder kRet, and the values above it; what is below
+// belongs to the caller and stays out of the callee's contexts. A jump to
+// kRet returns: the caller goes on at its return address with its stack
+// below and the values returned (kRet in them read as the return address).
+// A callee that reads below its return address is inlined: entered again
+// in each caller's frame with the caller's whole stack. Frame 0 is the
+// code entered at pc 0.
+type frame struct {
+	callers  []caller
+	callSeen []uint64
+	returns  []span // stacks at the jumps to kRet
+	retSeen  []uint64
+	inlined  bool
+	entry    int32
+}
+
+// caller is one call into a frame.
+type caller struct {
+	frame      int32 // the caller's frame
+	below      span  // the caller's stack below the return address
+	ret        value // the return address
+	above      span  // the values above it, for inlining
+	bottomless bool
+}
+
+// span is a stack kept in analysis.arena.
+type span struct{ off, n int32 }
 
 // pending is the stack at an unresolved jump, fed to every JUMPDEST below
 // fed so far.
 type pending struct {
 	off, n     int32
+	frame      int32
 	bottomless bool
 	fed        int
 }
@@ -163,7 +197,13 @@ type analysis struct {
 	budget   int     // past it, every block is entered with an unknown stack
 
 	stack      []value // the block being analysed
+	scratch    []value // a callee's entry stack being built
+	resume_    []value // a caller's stack being rebuilt
 	bottomless bool    // popping below the stack gives kOpaque instead of failing
+	frame      int32   // the block's frame
+
+	frames     []frame
+	frameIndex map[uint64]int32
 
 	pend       []pending
 	pendSeen   map[uint64]bool
@@ -179,15 +219,16 @@ type analysis struct {
 
 func newAnalysis(code []byte, bodyLen int) *analysis {
 	a := &analysis{
-		code:     code,
-		bodyLen:  bodyLen,
-		dests:    make([]uint64, (len(code)+63)/64),
-		index:    make(map[uint64]int32, len(code)/4),
-		contexts: make([]uint16, len(code)+1),
-		states:   make([]state, 0, len(code)/16),
-		budget:   stepsPerByte*len(code) + 4096,
-		stack:    make([]value, 0, 64),
-		arena:    make([]value, 0, 2*len(code)),
+		code:       code,
+		bodyLen:    bodyLen,
+		dests:      make([]uint64, (len(code)+63)/64),
+		index:      make(map[uint64]int32, len(code)/16),
+		contexts:   make([]uint16, len(code)+1),
+		states:     make([]state, 0, len(code)/16),
+		budget:     stepsPerByte*len(code) + 4096,
+		stack:      make([]value, 0, 64),
+		frameIndex: make(map[uint64]int32, len(code)/256),
+		arena:      make([]value, 0, len(code)/2),
 	}
 	for pc := 0; pc < len(code); pc += 1 + pushSize(code[pc]) {
 		if code[pc] == opJUMPDEST {
@@ -204,7 +245,8 @@ func (a *analysis) isDest(pc uint64) bool {
 // run analyses every block reachable from pc 0, then feeds unresolved
 // jumps every JUMPDEST before the data boundary, until nothing changes.
 func (a *analysis) run() {
-	a.enter(0, nil, false)
+	a.frames = append(a.frames, frame{}) // frame 0: from pc 0
+	a.enter(0, nil, false, 0)
 	for {
 		for len(a.work) > 0 {
 			i := a.work[len(a.work)-1]
@@ -236,9 +278,10 @@ func hashStack(s []value, bottomless bool) uint64 {
 // by position); other values of one context are joined. Past maxContexts
 // for the block, or past the step budget, the block is entered with an
 // unknown stack, which covers every later entry.
-func (a *analysis) enter(pc int32, stack []value, bottomless bool) {
+func (a *analysis) enter(pc int32, stack []value, bottomless bool, frame int32) {
 	const prime = 1099511628211
 	h := (uint64(14695981039346656037) ^ uint64(uint32(pc))) * prime
+	h = (h ^ uint64(uint32(frame))<<20) * prime
 	h = (h ^ uint64(len(stack))<<1) * prime
 	if bottomless {
 		h = (h ^ 1) * prime
@@ -260,14 +303,14 @@ func (a *analysis) enter(pc int32, stack []value, bottomless bool) {
 	i, ok := a.index[h]
 	if !ok && (a.contexts[pc] >= maxContexts || a.steps > a.budget) {
 		a.arena, norm, bottomless = a.arena[:off], nil, true
-		h = uint64(uint32(pc)) | 1<<63 // the unknown-stack context
+		h = uint64(uint32(pc)) | uint64(uint32(frame))<<32 | 1<<63 // the unknown-stack context
 		i, ok = a.index[h]
 	}
 	if !ok {
 		a.contexts[pc]++
 		i = int32(len(a.states))
 		a.index[h] = i
-		a.states = append(a.states, state{pc: pc, off: int32(off), n: int32(len(norm)), bottomless: bottomless, queued: true})
+		a.states = append(a.states, state{pc: pc, off: int32(off), n: int32(len(norm)), frame: frame, bottomless: bottomless, queued: true})
 		a.work = append(a.work, i)
 		return
 	}
@@ -312,6 +355,9 @@ func (a *analysis) need(n int) bool {
 		return true
 	}
 	if !a.bottomless {
+		if a.frame != 0 {
+			a.inline(a.frame) // the callee reads its caller's stack
+		}
 		return false
 	}
 	a.stack = slices.Insert(a.stack, 0, make([]value, short)...)
@@ -334,6 +380,7 @@ func (a *analysis) block(i int32) {
 
 	a.stack = append(a.stack[:0], a.arena[st.off:st.off+st.n]...)
 	a.bottomless = st.bottomless
+	a.frame = st.frame
 	start := int(st.pc)
 	var prev1, prev2 byte = opSTOP, opSTOP // the two previous opcodes in this block
 	for pc := start; ; {
@@ -342,7 +389,7 @@ func (a *analysis) block(i int32) {
 		}
 		op := a.code[pc]
 		if op == opJUMPDEST && pc != start {
-			a.enter(int32(pc), a.stack, a.bottomless)
+			a.enter(int32(pc), a.stack, a.bottomless, a.frame)
 			return
 		}
 		next := min(pc+1+pushSize(op), len(a.code))
@@ -384,7 +431,7 @@ func (a *analysis) block(i int32) {
 			}
 			t := a.pop()
 			a.pop() // the condition: both ways are taken
-			a.enter(int32(next), a.stack, a.bottomless)
+			a.enter(int32(next), a.stack, a.bottomless, a.frame)
 			a.jump(pc, t)
 			return
 		case op == opSTOP || op == opRETURN || op == opREVERT || op == opINVALID:
@@ -574,12 +621,15 @@ func (a *analysis) jump(pc int, target value) {
 	switch target.kind {
 	case kConst:
 		if d, ok := a.dest(target); ok {
-			a.enter(d, a.stack, a.bottomless)
+			a.call(d)
 		}
 		return // not a JUMPDEST: execution fails
+	case kRet:
+		a.ret()
+		return
 	}
 	a.unresolved = append(a.unresolved, int32(pc))
-	h := hashStack(a.stack, a.bottomless)
+	h := hashStack(a.stack, a.bottomless) ^ uint64(uint32(a.frame))<<40
 	if a.pendSeen == nil {
 		a.pendSeen = map[uint64]bool{}
 	}
@@ -589,7 +639,122 @@ func (a *analysis) jump(pc int, target value) {
 	a.pendSeen[h] = true
 	off := int32(len(a.arena))
 	a.arena = append(a.arena, a.stack...)
-	a.pend = append(a.pend, pending{off: off, n: int32(len(a.stack)), bottomless: a.bottomless})
+	a.pend = append(a.pend, pending{off: off, n: int32(len(a.stack)), frame: a.frame, bottomless: a.bottomless})
+}
+
+// call jumps to the JUMPDEST d with the current stack: into a callee
+// frame when a return address is on the stack, else within the frame.
+func (a *analysis) call(d int32) {
+	r := -1
+	for i := len(a.stack) - 1; i >= 0; i-- {
+		if v := a.stack[i]; v.kind == kConst && v.keep == keepDest {
+			r = i
+			break
+		}
+	}
+	if r < 0 {
+		a.enter(d, a.stack, a.bottomless, a.frame)
+		return
+	}
+	// The callee's entry stack: kRet, then the values above the return
+	// address, normalised as enter does.
+	const prime = 1099511628211
+	callee := append(a.scratch[:0], value{kind: kRet})
+	for _, v := range a.stack[r+1:] {
+		if v.kind == kConst && v.keep == keepNot || v.kind == kConstExpr {
+			v = value{}
+		}
+		callee = append(callee, v)
+	}
+	a.scratch = callee
+	k := hashStack(callee, false) ^ uint64(uint32(d))*prime
+	f, ok := a.frameIndex[k]
+	if !ok {
+		f = int32(len(a.frames))
+		a.frames = append(a.frames, frame{entry: d})
+		a.frameIndex[k] = f
+	}
+	if a.frames[f].inlined {
+		a.enter(d, a.stack, a.bottomless, a.frame)
+		return
+	}
+	ch := hashStack(a.stack[:r+1], a.bottomless) ^ uint64(uint32(a.frame))<<40
+	if fr := &a.frames[f]; !slices.Contains(fr.callSeen, ch) {
+		fr.callSeen = append(fr.callSeen, ch)
+		c := caller{frame: a.frame, ret: a.stack[r], bottomless: a.bottomless}
+		c.below = a.keep(a.stack[:r])
+		c.above = a.keep(a.stack[r+1:])
+		fr.callers = append(fr.callers, c)
+		for i := range len(fr.returns) {
+			a.resume(c, a.frames[f].returns[i])
+		}
+	}
+	a.enter(d, callee, false, f)
+}
+
+// ret returns from the current frame with the current stack.
+func (a *analysis) ret() {
+	f := a.frame
+	rvs := a.scratch[:0]
+	for _, v := range a.stack {
+		if v.kind == kConst && v.keep == keepNot || v.kind == kConstExpr {
+			v = value{}
+		}
+		rvs = append(rvs, v)
+	}
+	a.scratch = rvs
+	h := hashStack(rvs, a.bottomless)
+	fr := &a.frames[f]
+	if slices.Contains(fr.retSeen, h) {
+		return
+	}
+	fr.retSeen = append(fr.retSeen, h)
+	rv := a.keep(rvs)
+	fr.returns = append(fr.returns, rv)
+	for i := range len(a.frames[f].callers) {
+		a.resume(a.frames[f].callers[i], rv)
+	}
+}
+
+// resume goes on at c's return address with the values rv returned.
+func (a *analysis) resume(c caller, rv span) {
+	d, ok := a.dest(c.ret)
+	if !ok {
+		return
+	}
+	s := append(a.resume_[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
+	for _, v := range a.arena[rv.off : rv.off+rv.n] {
+		if v.kind == kRet {
+			v = c.ret
+		}
+		s = append(s, v)
+	}
+	a.resume_ = s
+	a.enter(d, s, c.bottomless, c.frame)
+}
+
+// inline enters frame f's entry in each caller's frame with the caller's
+// whole stack, for good: f reads below its return address.
+func (a *analysis) inline(f int32) {
+	if a.frames[f].inlined {
+		return
+	}
+	a.frames[f].inlined = true
+	for i := range len(a.frames[f].callers) {
+		c := a.frames[f].callers[i]
+		s := append(a.resume_[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
+		s = append(s, c.ret)
+		s = append(s, a.arena[c.above.off:c.above.off+c.above.n]...)
+		a.resume_ = s
+		a.enter(a.frames[f].entry, s, c.bottomless, c.frame)
+	}
+}
+
+// keep copies s into the arena.
+func (a *analysis) keep(s []value) span {
+	off := int32(len(a.arena))
+	a.arena = append(a.arena, s...)
+	return span{off: off, n: int32(len(s))}
 }
 
 // feed enters every JUMPDEST below the data boundary from each unresolved
@@ -607,7 +772,7 @@ func (a *analysis) feed() bool {
 		}
 		for d := p.fed; d < b; d++ {
 			if a.dests[d/64]&(1<<(d%64)) != 0 {
-				a.enter(int32(d), a.arena[p.off:p.off+p.n], p.bottomless)
+				a.enter(int32(d), a.arena[p.off:p.off+p.n], p.bottomless, p.frame)
 			}
 		}
 		p.fed, fed = b, true
