@@ -11,27 +11,35 @@
 // creation code after its runtime code, a constructor may append data, and
 // solc appends a CBOR metadata trailer. [Analyze] therefore does not scan
 // the code linearly. It follows control flow from pc 0 with an abstract
-// stack: every value is either a PUSH constant, the selector (or the raw
-// calldata word it comes from), an SLOAD of a constant slot, ADDRESS, or an
-// opaque value. A block starts at pc 0, at a JUMPDEST, or after a JUMPI,
+// stack: a value is a PUSH constant, the selector (or the raw calldata word
+// it comes from), another calldata word, an SLOAD of a constant slot,
+// ADDRESS, unknown, or opaque (anything, the selector included). A block starts at pc 0, at a JUMPDEST, or after a JUMPI,
 // and ends at JUMP, JUMPI, STOP, RETURN, REVERT, INVALID, SELFDESTRUCT, an
 // undefined opcode, or the next JUMPDEST. A JUMP or JUMPI whose target is a
 // constant on the abstract stack (pushed just before it, or earlier and
 // moved by DUP/SWAP, including return addresses pushed by the caller of an
 // internal function several blocks before) goes to that JUMPDEST; a
 // constant that is not a JUMPDEST ends the path, as it ends execution.
-// Blocks are analysed once per context: the stack height and the return
-// addresses on the stack (the constants naming a JUMPDEST, by position),
-// so a shared internal function returns to each of its callers and to
-// nowhere else; other values entering one context are joined (a value that
-// may be the selector joined with a different one becomes opaque, anything
-// else unknown). Constants that are neither a JUMPDEST nor 20 bytes or
-// more (an address, a slot) are forgotten at a block's end. The work is
-// bounded: past 1024 contexts for one block, or past 16 analysed
-// instructions per byte of code (plus 4096), a block is analysed once more
-// with a stack of unknown depth and content, which covers every later
-// entry and stays sound (its jumps become unresolved, below). Real solc
-// output needs 1 to 5 instructions per byte.
+// Internal functions are analysed once for all their callers. A jump to a
+// constant while a return address (a constant naming a JUMPDEST) is on the
+// stack is a call: the callee runs in a frame whose stack is a placeholder
+// for that return address and the values above it, and the caller's stack
+// below stays out of the callee's analysis. A jump to the placeholder is a
+// return: every caller of the frame goes on at its own return address with
+// its own stack and the values returned (an SLOAD of a constant slot
+// returned by an internal _implementation() keeps its origin). A callee
+// that reads below its return address is analysed again inline, in each
+// caller's frame with the caller's whole stack. Within a frame, a block is
+// analysed once per context, the stack height and the positions and values
+// of the return addresses on it; other values entering one context are
+// joined (a value that may be the selector joined with a different one
+// becomes opaque, anything else unknown). Constants that are neither a
+// JUMPDEST nor 20 bytes or more (an address, a slot) are forgotten at a
+// block's end. The work is bounded: past 1024 contexts for one block, or
+// past 16 analysed instructions per byte of code (plus 4096), a block is
+// analysed once more with a stack of unknown depth and content, which
+// covers every later entry and stays sound (its jumps become unresolved,
+// below). Solc's output needs about one instruction per byte.
 //
 // # Unresolved jumps
 //
@@ -72,5 +80,10 @@
 // or a proxy keeping its implementation in a slot of its own), a constant
 // (an EIP-1167 clone's PUSH20, or a Solidity immutable: zero in compiler
 // output, the address once deployed), ADDRESS (a delegatecall to itself, as
-// Multicall does), or unknown.
+// Multicall does), calldata (the caller picks the code: upgradeToAndCall's
+// call into the new implementation, or an "execute"-style function), or
+// unknown (memory, a mapping, another call's return data such as a beacon's
+// implementation()). Which function a DELEGATECALL belongs to is not
+// reported: a proxy's fallback forwarder and its upgradeToAndCall are told
+// apart by their origins, not by their selectors.
 package bytecode
