@@ -133,8 +133,8 @@ const (
 	keepWide             // 20 bytes or more: an address or a storage slot
 )
 
-// state is a block's entry state at one stack height: the join of every
-// stack it was entered with at that height.
+// state is a block's entry state in one context (see enter): the join of
+// every stack it was entered with in that context.
 type state struct {
 	pc, off, n int32 // entry pc; stack in analysis.arena
 	frame      int32
@@ -198,7 +198,7 @@ type analysis struct {
 
 	stack      []value // the block being analysed
 	scratch    []value // a callee's entry stack being built
-	resume_    []value // a caller's stack being rebuilt
+	rebuilt    []value // a caller's stack being rebuilt
 	bottomless bool    // popping below the stack gives kOpaque instead of failing
 	frame      int32   // the block's frame
 
@@ -273,7 +273,7 @@ func hashStack(s []value, bottomless bool) uint64 {
 }
 
 // enter joins stack into the block at pc's state for this context and
-// queues the block if the state changed. A context is the stack height
+// queues the block if the state changed. A context is the frame, the stack height
 // and the return addresses on the stack (the constants naming JUMPDESTs,
 // by position); other values of one context are joined. Past maxContexts
 // for the block, or past the step budget, the block is entered with an
@@ -722,14 +722,14 @@ func (a *analysis) resume(c caller, rv span) {
 	if !ok {
 		return
 	}
-	s := append(a.resume_[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
+	s := append(a.rebuilt[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
 	for _, v := range a.arena[rv.off : rv.off+rv.n] {
 		if v.kind == kRet {
 			v = c.ret
 		}
 		s = append(s, v)
 	}
-	a.resume_ = s
+	a.rebuilt = s
 	a.enter(d, s, c.bottomless, c.frame)
 }
 
@@ -742,10 +742,10 @@ func (a *analysis) inline(f int32) {
 	a.frames[f].inlined = true
 	for i := range len(a.frames[f].callers) {
 		c := a.frames[f].callers[i]
-		s := append(a.resume_[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
+		s := append(a.rebuilt[:0], a.arena[c.below.off:c.below.off+c.below.n]...)
 		s = append(s, c.ret)
 		s = append(s, a.arena[c.above.off:c.above.off+c.above.n]...)
-		a.resume_ = s
+		a.rebuilt = s
 		a.enter(a.frames[f].entry, s, c.bottomless, c.frame)
 	}
 }
