@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,10 @@ type Client struct {
 	sem chan struct{}
 	// headHint is the last head seen, for speculative log queries.
 	headHint atomic.Uint64
+	// roleless: addresses whose code has no getRoleMemberCount and is no
+	// proxy (Inspect skips the role counts).
+	mu       sync.Mutex
+	roleless map[common.Address]bool
 }
 
 // New returns a client over r; it does no I/O.

@@ -151,9 +151,9 @@ func callArg(to common.Address, data []byte) map[string]any {
 //
 // ownerProbes are calls (4-byte selector and arguments) made in the second
 // round trip from the owner, when owner() or getOwner() names an account
-// that is not the zero or dead address, and, unless addr is a proxy, only
-// those whose selector appears in the code: whether the owner could make
-// them (Contract.OwnerProbes). No transaction is sent.
+// that is not the zero or dead address nor the proxy's admin, and, unless
+// addr is a proxy, only those whose selector appears in the code: whether
+// the owner could make them (Contract.OwnerProbes). No transaction is sent.
 //
 // When the client has seen the chain's head before, the logs are asked in
 // parallel with the first batch, from a little before that head's window
@@ -203,7 +203,14 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		}
 		b = append(b, rpc.BatchElem{Method: "eth_call", Args: []any{callArg(addr, data), "latest"}, Result: &rets[i]})
 	}
+	// Role counts: skipped when this address's code, seen before, has no
+	// getRoleMemberCount and is no proxy (code cannot change under an
+	// address since EIP-6780; only its proxy slots can).
+	askRoles := !c.noRoles(addr)
 	for i, r := range Roles {
+		if !askRoles {
+			break
+		}
 		data := append(slices.Clone(selectors["getRoleMemberCount"]), r.ID[:]...)
 		b = append(b, rpc.BatchElem{Method: "eth_call", Args: []any{callArg(addr, data), "latest"}, Result: &rets[len(names)+i]})
 	}
@@ -234,6 +241,9 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 	}
 	k.RoleMembers = make([]*uint64, len(Roles))
 	for i := range Roles {
+		if !askRoles {
+			break
+		}
 		if ret := rets[len(names)+i]; b[firstCall+len(names)+i].Error == nil && len(ret) == 32 {
 			if v := new(big.Int).SetBytes(ret); v.IsUint64() {
 				n := v.Uint64()
@@ -269,6 +279,7 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 	case slot(6) != (common.Address{}) && bytes.Contains(k.Code, safeMasterCopy) && len(k.Code) < 1024:
 		k.ProxyKind, k.Implementation = "gnosis-safe", slot(6)
 	}
+	c.rememberRoles(addr, k.ProxyKind == "" && !bytes.Contains(k.Code, selectors["getRoleMemberCount"]))
 	switch {
 	case slot(1) != (common.Address{}) && k.ProxyKind != "zeppelinos":
 		a := slot(1)
@@ -321,7 +332,10 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		iAdminOwner = add("eth_call", &adminOwner, callArg(*k.Admin, selectors["owner"]))
 	}
 	probeAt := make([]int, len(ownerProbes)) // index in b2, -1: not made
-	probed := k.Owner != nil && *k.Owner != (common.Address{}) && *k.Owner != deadAddress && len(ownerProbes) > 0
+	// Not as the proxy's own admin: a transparent proxy does not forward
+	// its admin's calls, so they would revert whatever the code says.
+	probed := k.Owner != nil && *k.Owner != (common.Address{}) && *k.Owner != deadAddress && len(ownerProbes) > 0 &&
+		(k.Admin == nil || *k.Admin != *k.Owner)
 	for i, p := range ownerProbes {
 		probeAt[i] = -1
 		if probed && len(p) >= 4 && (k.ProxyKind != "" || bytes.Contains(k.Code, p[:4])) {
@@ -379,6 +393,23 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		k.ImplementationCode = implCode
 	}
 	return k, nil
+}
+
+// noRoles reports an address whose code, read before, has no
+// getRoleMemberCount and is no proxy.
+func (c *Client) noRoles(addr common.Address) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.roleless[addr]
+}
+
+func (c *Client) rememberRoles(addr common.Address, roleless bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.roleless == nil || len(c.roleless) > 10_000 {
+		c.roleless = map[common.Address]bool{} // bounded: a sweep is cheaper than an LRU here
+	}
+	c.roleless[addr] = roleless
 }
 
 // deadAddress is where tokens and ownerships are sent to be renounced.
