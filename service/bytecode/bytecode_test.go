@@ -285,3 +285,28 @@ func TestOpcodesAndProxies(t *testing.T) {
 		t.Error("24 bytes is not a delegation")
 	}
 }
+
+// FuzzAnalyze: any code is analysed without a panic, in bounded time, into
+// a well-formed scan.
+func FuzzAnalyze(f *testing.F) {
+	for _, seed := range []string{
+		"", "00", "5b600056", "6000355f5260e01c8063deadbeef14610010575b00",
+		"363d3d373d3d3d363d73bebebebebebebebebebebebebebebebebebebebe5af43d82803e903d91602b57fd5bf3",
+		"61000556005b6003565b",
+	} {
+		b, _ := hex.DecodeString(seed)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, code []byte) {
+		s := bytecode.Analyze(code)
+		if s.Size != len(code) || s.CodeEnd > len(code) || s.Unresolved < 0 {
+			t.Fatalf("%+v", s)
+		}
+		if !slices.IsSortedFunc(s.Selectors, func(a, b bytecode.Selector) int { return bytes.Compare(a[:], b[:]) }) {
+			t.Fatalf("selectors not sorted: %x", s.Selectors)
+		}
+		if len(s.Forwarders) > 0 != s.DelegateCall {
+			t.Fatalf("forwarders %v, delegatecall %v", s.Forwarders, s.DelegateCall)
+		}
+	})
+}

@@ -36,10 +36,12 @@
 // becomes opaque, anything else unknown). Constants that are neither a
 // JUMPDEST nor 20 bytes or more (an address, a slot) are forgotten at a
 // block's end. The work is bounded: past 1024 contexts for one block, or
-// past 16 analysed instructions per byte of code (plus 4096), a block is
-// analysed once more with a stack of unknown depth and content, which
-// covers every later entry and stays sound (its jumps become unresolved,
-// below). Solc's output needs about one instruction per byte.
+// past 8 analysis steps per byte of code plus 4096 (a step is an
+// instruction, or eight stack values copied into a context), a block is
+// analysed once more with a stack of unknown depth and content, in frame
+// 0, which covers every later entry and stays sound (its jumps become
+// unresolved, below). Solc's output needs about one step per byte; random
+// code of a few KiB takes at most tens of milliseconds.
 //
 // # Unresolved jumps
 //

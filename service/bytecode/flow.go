@@ -3,6 +3,7 @@ package bytecode
 import (
 	"bytes"
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -14,7 +15,7 @@ const maxContexts = 1024
 
 // stepsPerByte bounds the instructions analysed in context, per byte of
 // code; past it every block is analysed once more with an unknown stack.
-const stepsPerByte = 16
+const stepsPerByte = 8
 
 // maxStack is the EVM's stack limit: deeper pushes fail.
 const maxStack = 1024
@@ -280,6 +281,7 @@ func hashStack(s []value, bottomless bool) uint64 {
 // unknown stack, which covers every later entry.
 func (a *analysis) enter(pc int32, stack []value, bottomless bool, frame int32) {
 	const prime = 1099511628211
+	a.steps += 1 + len(stack)/8 // copying and hashing deep stacks is work too
 	h := (uint64(14695981039346656037) ^ uint64(uint32(pc))) * prime
 	h = (h ^ uint64(uint32(frame))<<20) * prime
 	h = (h ^ uint64(len(stack))<<1) * prime
@@ -302,8 +304,10 @@ func (a *analysis) enter(pc int32, stack []value, bottomless bool, frame int32) 
 	}
 	i, ok := a.index[h]
 	if !ok && (a.contexts[pc] >= maxContexts || a.steps > a.budget) {
-		a.arena, norm, bottomless = a.arena[:off], nil, true
-		h = uint64(uint32(pc)) | uint64(uint32(frame))<<32 | 1<<63 // the unknown-stack context
+		// The unknown-stack context, in frame 0: no return to a caller's
+		// frame is known from it.
+		a.arena, norm, bottomless, frame = a.arena[:off], nil, true, 0
+		h = uint64(uint32(pc)) | 1<<63
 		i, ok = a.index[h]
 	}
 	if !ok {
@@ -629,6 +633,9 @@ func (a *analysis) jump(pc int, target value) {
 		return
 	}
 	a.unresolved = append(a.unresolved, int32(pc))
+	if a.steps > a.budget {
+		a.stack, a.bottomless, a.frame = a.stack[:0], true, 0 // one unknown stack for all
+	}
 	h := hashStack(a.stack, a.bottomless) ^ uint64(uint32(a.frame))<<40
 	if a.pendSeen == nil {
 		a.pendSeen = map[uint64]bool{}
@@ -652,7 +659,7 @@ func (a *analysis) call(d int32) {
 			break
 		}
 	}
-	if r < 0 {
+	if r < 0 || a.steps > a.budget {
 		a.enter(d, a.stack, a.bottomless, a.frame)
 		return
 	}
@@ -770,9 +777,11 @@ func (a *analysis) feed() bool {
 		if p.fed >= b {
 			continue
 		}
-		for d := p.fed; d < b; d++ {
-			if a.dests[d/64]&(1<<(d%64)) != 0 {
-				a.enter(int32(d), a.arena[p.off:p.off+p.n], p.bottomless, p.frame)
+		for w := p.fed / 64; w*64 < b; w++ {
+			for bitset := a.dests[w]; bitset != 0; bitset &= bitset - 1 {
+				if d := w*64 + bits.TrailingZeros64(bitset); d >= p.fed && d < b {
+					a.enter(int32(d), a.arena[p.off:p.off+p.n], p.bottomless, p.frame)
+				}
 			}
 		}
 		p.fed, fed = b, true
