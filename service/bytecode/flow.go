@@ -154,12 +154,10 @@ type state struct {
 // in each caller's frame with the caller's whole stack. Frame 0 is the
 // code entered at pc 0.
 type frame struct {
-	callers  []caller
-	callSeen []uint64
-	returns  []span // stacks at the jumps to kRet
-	retSeen  []uint64
-	inlined  bool
-	entry    int32
+	callers []caller
+	returns []span // stacks at the jumps to kRet
+	inlined bool
+	entry   int32
 }
 
 // caller is one call into a frame.
@@ -190,7 +188,7 @@ type analysis struct {
 	dests   []uint64 // bitset of valid JUMPDESTs
 
 	index    map[uint64]int32 // context (enter) -> states
-	contexts []uint16         // entry pc -> its contexts
+	contexts map[int32]uint16 // entry pc -> its contexts
 	states   []state
 	work     []int32 // states to analyse
 	arena    []value // states' stacks and pending jumps' stacks
@@ -205,6 +203,7 @@ type analysis struct {
 
 	frames     []frame
 	frameIndex map[uint64]int32
+	seen       map[uint64]bool // calls and returns of frames, by hash
 
 	pend       []pending
 	pendSeen   map[uint64]bool
@@ -219,16 +218,19 @@ type analysis struct {
 }
 
 func newAnalysis(code []byte, bodyLen int) *analysis {
+	// Initial sizes for solc output: about one state per 16 bytes of code
+	// and eight stack values per state; most code needs no more.
 	a := &analysis{
 		code:       code,
 		bodyLen:    bodyLen,
 		dests:      make([]uint64, (len(code)+63)/64),
 		index:      make(map[uint64]int32, len(code)/16),
-		contexts:   make([]uint16, len(code)+1),
+		contexts:   make(map[int32]uint16, len(code)/16),
 		states:     make([]state, 0, len(code)/16),
 		budget:     stepsPerByte*len(code) + 4096,
 		stack:      make([]value, 0, 64),
-		frameIndex: make(map[uint64]int32, len(code)/256),
+		frameIndex: map[uint64]int32{},
+		seen:       map[uint64]bool{},
 		arena:      make([]value, 0, len(code)/2),
 	}
 	for pc := 0; pc < len(code); pc += 1 + pushSize(code[pc]) {
@@ -685,9 +687,9 @@ func (a *analysis) call(d int32) {
 		a.enter(d, a.stack, a.bottomless, a.frame)
 		return
 	}
-	ch := hashStack(a.stack[:r+1], a.bottomless) ^ uint64(uint32(a.frame))<<40
-	if fr := &a.frames[f]; !slices.Contains(fr.callSeen, ch) {
-		fr.callSeen = append(fr.callSeen, ch)
+	ch := (hashStack(a.stack[:r+1], a.bottomless)^uint64(uint32(a.frame))<<40)*prime ^ uint64(uint32(f))
+	if fr := &a.frames[f]; !a.seen[ch] {
+		a.seen[ch] = true
 		c := caller{frame: a.frame, ret: a.stack[r], bottomless: a.bottomless}
 		c.below = a.keep(a.stack[:r])
 		c.above = a.keep(a.stack[r+1:])
@@ -710,12 +712,13 @@ func (a *analysis) ret() {
 		rvs = append(rvs, v)
 	}
 	a.scratch = rvs
-	h := hashStack(rvs, a.bottomless)
+	const prime = 1099511628211
+	h := (hashStack(rvs, a.bottomless)^0x5bd1e995)*prime ^ uint64(uint32(f))<<32
 	fr := &a.frames[f]
-	if slices.Contains(fr.retSeen, h) {
+	if a.seen[h] {
 		return
 	}
-	fr.retSeen = append(fr.retSeen, h)
+	a.seen[h] = true
 	rv := a.keep(rvs)
 	fr.returns = append(fr.returns, rv)
 	for i := range len(a.frames[f].callers) {
