@@ -169,6 +169,7 @@ func TestFactoryChildren(t *testing.T) {
 	all := compiled(t)
 	for _, tt := range []struct{ factory, child string }{
 		{"MiniFactory", "MiniPair"},
+		{"UniswapV2Factory", "UniswapV2Pair"}, // Uniswap's own, solc 0.5.16
 		{"ManyFactory.legacy", "Many.legacy"},
 		{"ManyFactory.viair", "Many.viair"},
 	} {
