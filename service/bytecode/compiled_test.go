@@ -230,7 +230,9 @@ func TestAppendedData(t *testing.T) {
 	}
 }
 
-// BenchmarkAnalyze24KiB scans a 24 KiB contract (target: at most 200 us):
+// BenchmarkAnalyze24KiB scans a 24 KiB contract (target: at most 2 ms; the
+// flow analysis costs about ten times the linear scan it replaced, which
+// took about 0.1 ms and read a factory's children as its own code):
 // testdata/Big.viair.json, 120 functions compiled by solc with --via-ir
 // into 23,916 bytes of runtime code, all of it reachable.
 func BenchmarkAnalyze24KiB(b *testing.B) {
