@@ -138,7 +138,8 @@ func callArg(to common.Address, data []byte) map[string]any {
 	return map[string]any{"to": to, "data": hexutil.Bytes(data)}
 }
 
-// Inspect reads addr in at most three round trips, each a batch:
+// Inspect reads addr in at most three round trips, each a batch, every
+// read at one block (Contract.Head):
 //
 //  1. head, code, the proxy slots (EIP-1967 implementation, admin and
 //     beacon, EIP-1822, ZeppelinOS implementation and admin, slot 0),
@@ -214,12 +215,31 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 		data := append(slices.Clone(selectors["getRoleMemberCount"]), r.ID[:]...)
 		b = append(b, rpc.BatchElem{Method: "eth_call", Args: []any{callArg(addr, data), "latest"}, Result: &rets[len(names)+i]})
 	}
+	// The head is asked first and last: equal, every read between was made
+	// at it (a node runs a batch in order). A block that landed meanwhile
+	// makes the batch be asked again at the later head, by number: one
+	// round trip more, rare with 2 s blocks.
+	var lastHead hexutil.Uint64
+	b = append(b, rpc.BatchElem{Method: "eth_blockNumber", Result: &lastHead})
 	if err := c.Batch(ctx, b); err != nil {
 		return nil, err
 	}
-	for _, e := range b[:2] {
+	for _, e := range []rpc.BatchElem{b[0], b[1], b[len(b)-1]} {
 		if e.Error != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, e.Method, e.Error)
+		}
+	}
+	if lastHead != head {
+		head = lastHead
+		again := b[1 : len(b)-1]
+		for i := range again {
+			again[i].Args[len(again[i].Args)-1] = hexutil.EncodeUint64(uint64(head))
+		}
+		if err := c.Batch(ctx, again); err != nil {
+			return nil, err
+		}
+		if again[0].Error != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, again[0].Method, again[0].Error)
 		}
 	}
 	k.Head, k.Code = uint64(head), code
