@@ -112,6 +112,14 @@ func TestDispatchers(t *testing.T) {
 		{"callee returning the selector", "PUSH2 @ret PUSH2 @fn JUMP ret: JUMPDEST DUP1 PUSH4 " + pause + " EQ PUSH2 @f1 JUMPI STOP " +
 			"fn: JUMPDEST PUSH0 CALLDATALOAD PUSH1 0xe0 SHR SWAP1 JUMP" + bodies,
 			sels("pause()")},
+		{"a call below the caller's own return address", prologue +
+			"PUSH2 @exit PUSH2 @outer JUMP exit: JUMPDEST STOP " +
+			// outer: its return address (exit) is swapped above the inner
+			// call's return address, which inner then uses to come back.
+			"outer: JUMPDEST PUSH2 @back SWAP1 PUSH2 @inner JUMP " +
+			"back: JUMPDEST DUP2 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI JUMP " +
+			"inner: JUMPDEST SWAP1 JUMP" + bodies,
+			sels("mint(address,uint256)")},
 		{"a loop growing the stack ends", prologue + "DUP1 PUSH4 " + owner + " EQ PUSH2 @f1 JUMPI loop: JUMPDEST PUSH1 1 PUSH2 @loop JUMP" + bodies,
 			sels("owner()")},
 		{"unreachable code after STOP", prologue + "STOP DUP1 PUSH4 " + mint + " EQ PUSH2 @f1 JUMPI" + bodies, nil},

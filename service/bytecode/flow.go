@@ -661,6 +661,9 @@ func (a *analysis) call(d int32) {
 			break
 		}
 	}
+	if r >= 0 && slices.Contains(a.stack[r+1:], value{kind: kRet}) {
+		r = -1 // this frame's own return address above: one placeholder per frame
+	}
 	if r < 0 || a.steps > a.budget {
 		a.enter(d, a.stack, a.bottomless, a.frame)
 		return
