@@ -1,6 +1,8 @@
 package service
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -79,5 +81,43 @@ func TestLimitFloor(t *testing.T) {
 		if got := limitFloor(&chain.Contract{OwnerProbes: tt.probes}, tt.caps); got != tt.want {
 			t.Errorf("%s: %v", tt.name, got)
 		}
+	}
+}
+
+// TestRoleHoldings: rule RC-7's sources: enumerable counts, the window's
+// events replayed in order, and the admin role assumed held otherwise.
+func TestRoleHoldings(t *testing.T) {
+	t.Parallel()
+	minter := chain.Roles[1].ID
+	a, b := common.HexToAddress("0xa"), common.HexToAddress("0xb")
+	one, zero := uint64(1), uint64(0)
+	enumerable := []*uint64{&one, &zero, &zero, &zero, &zero}
+	tests := []struct {
+		name string
+		k    chain.Contract
+		want string // name:held:source, ...
+	}{
+		{"enumerable", chain.Contract{RoleMembers: enumerable},
+			"DEFAULT_ADMIN_ROLE:true:enumerable MINTER_ROLE:false:enumerable PAUSER_ROLE:false:enumerable UPGRADER_ROLE:false:enumerable BLACKLISTER_ROLE:false:enumerable"},
+		{"no events: admin assumed", chain.Contract{}, "DEFAULT_ADMIN_ROLE:true:assumed"},
+		{"granted then revoked", chain.Contract{RoleEvents: []chain.RoleEvent{
+			{Role: common.Hash{}, Account: a, Granted: true}, {Role: minter, Account: b, Granted: true},
+			{Role: minter, Account: b}, {Role: common.Hash{}, Account: a},
+		}}, "DEFAULT_ADMIN_ROLE:false:events MINTER_ROLE:false:events"},
+		{"minter granted, admin unseen", chain.Contract{RoleEvents: []chain.RoleEvent{{Role: minter, Account: b, Granted: true}}},
+			"DEFAULT_ADMIN_ROLE:true:assumed MINTER_ROLE:true:events"},
+	}
+	for _, tt := range tests {
+		roles, out := roleHoldings(&tt.k, true)
+		var got []string
+		for _, r := range roles {
+			got = append(got, fmt.Sprintf("%s:%v:%s", r.Name, r.Held, r.Source))
+		}
+		if strings.Join(got, " ") != tt.want || len(out) != len(roles) {
+			t.Errorf("%s: %v", tt.name, got)
+		}
+	}
+	if roles, _ := roleHoldings(&chain.Contract{}, false); roles != nil {
+		t.Errorf("no AccessControl: %v", roles)
 	}
 }
