@@ -121,3 +121,33 @@ func TestRoleHoldings(t *testing.T) {
 		t.Errorf("no AccessControl: %v", roles)
 	}
 }
+
+// TestUpgradePower: rule RC-4 for every kind of admin and beacon.
+func TestUpgradePower(t *testing.T) {
+	t.Parallel()
+	eoa, contract, dead := common.HexToAddress("0xe0a"), common.HexToAddress("0xc0de"), common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+	zero := common.Address{}
+	tests := []struct {
+		name    string
+		k       chain.Contract
+		upgrade string
+		source  string
+	}{
+		{"not a proxy", chain.Contract{}, rugcheck.UpgradeNone, ""},
+		{"clone", chain.Contract{ProxyKind: "eip1167"}, rugcheck.UpgradeNone, "immutable"},
+		{"EOA admin", chain.Contract{ProxyKind: "eip1967", Admin: &eoa}, rugcheck.UpgradeActive, "admin-account"},
+		{"ProxyAdmin owned", chain.Contract{ProxyKind: "eip1967", Admin: &contract, AdminCode: []byte{1}, AdminOwner: &eoa}, rugcheck.UpgradeActive, "admin-contract-owner"},
+		{"ProxyAdmin renounced", chain.Contract{ProxyKind: "eip1967", Admin: &contract, AdminCode: []byte{1}, AdminOwner: &zero}, rugcheck.UpgradeRenounced, "renounced"},
+		{"multisig admin", chain.Contract{ProxyKind: "zeppelinos", Admin: &contract, AdminCode: []byte{1}}, rugcheck.UpgradeActive, "admin-contract"},
+		{"beacon owned", chain.Contract{ProxyKind: "eip1967-beacon", Beacon: &contract, BeaconOwner: &eoa}, rugcheck.UpgradeActive, "beacon-owner"},
+		{"beacon renounced", chain.Contract{ProxyKind: "eip1967-beacon", Beacon: &contract, BeaconOwner: &dead}, rugcheck.UpgradeRenounced, "renounced"},
+		{"beacon without owner()", chain.Contract{ProxyKind: "eip1967-beacon", Beacon: &contract}, rugcheck.UpgradeActive, "beacon"},
+		{"UUPS", chain.Contract{ProxyKind: "eip1822", Owner: &eoa}, rugcheck.UpgradeByToken, "token-owner"},
+	}
+	for _, tt := range tests {
+		u := upgradePower(&tt.k, false)
+		if u.upgrade != tt.upgrade || u.source != tt.source || (tt.upgrade == rugcheck.UpgradeActive) != (u.upgrader != nil) && tt.source != "token-owner" {
+			t.Errorf("%s: %+v", tt.name, u)
+		}
+	}
+}
