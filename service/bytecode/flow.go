@@ -7,14 +7,15 @@ import (
 	"slices"
 )
 
-// maxContexts bounds the contexts (entry stack height and return
+// maxContexts bounds the contexts (frame, entry stack height and return
 // addresses) a block is analysed in before it is analysed with an unknown
-// stack (see the package documentation). A helper shared by every function
-// of a 24 KiB contract reaches a few hundred.
+// stack (see the package documentation). Solc's output stays below a few
+// dozen: callees are analysed once per frame, not once per caller.
 const maxContexts = 1024
 
-// stepsPerByte bounds the instructions analysed in context, per byte of
-// code; past it every block is analysed once more with an unknown stack.
+// stepsPerByte bounds the analysis steps (an instruction analysed, or
+// eight stack values copied into a context) per byte of code; past it
+// every block is analysed once more with an unknown stack.
 const stepsPerByte = 8
 
 // maxStack is the EVM's stack limit: deeper pushes fail.
