@@ -112,6 +112,7 @@ func demoSignal() *tollgatev1.GetSignalResponse {
 		ExpectedReturnPct: wrapperspb.Double(0.84),
 		Rsi:               61.84,
 		EmaGapPct:         0.93,
+		Source:            "coinbase-exchange",
 		Provenance: &tollgatev1.SignalProvenance{
 			TotalCloses: 42,
 			Lanes:       map[string]uint32{"eth-momentum": 27, "eth-meanrev": 15},
@@ -212,6 +213,7 @@ func demoForecast() *tollgatev1.GetForecastResponse {
 		ExpectedReturnPct: 0.7333,
 		PredLen:           int32(len(closes)),
 		Cached:            false,
+		Source:            "coinbase-exchange",
 		AsOf:              demoAsOf,
 		Model:             "embedded-damped-holt",
 	}

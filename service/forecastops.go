@@ -39,6 +39,7 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 	return &tollgatev1.GetForecastResponse{
 		Product: r.Product, LastClose: r.LastClose, Closes: r.Closes, ExpectedReturnPct: r.ExpectedReturnPct,
 		PredLen: int32(len(r.Closes)), Cached: cached, AsOf: r.At.Format(time.RFC3339), Model: r.Model,
+		Source: r.Source, Synthetic: r.Synthetic,
 	}, nil
 }
 
@@ -66,7 +67,7 @@ func (a *Analytics) forecast(ctx context.Context, product string, steps int) (fo
 		}
 		last := closes[len(closes)-1]
 		return forecast.Result{
-			Product: product, LastClose: last, Closes: out, Model: model,
+			Product: product, LastClose: last, Closes: out, Model: model, Source: s.Source, Synthetic: s.Synthetic,
 			ExpectedReturnPct: (out[len(out)-1]/last - 1) * 100, At: time.Now().UTC(),
 		}, nil
 	})
@@ -114,7 +115,7 @@ func (a *Analytics) GetSignal(ctx context.Context, req *tollgatev1.GetSignalRequ
 	}
 	resp := &tollgatev1.GetSignalResponse{
 		Product: req.GetProduct(), Gate: tollgatev1.Gate_GATE_NO_GO, Regime: regime(reg),
-		Rsi: snap.RSI, EmaGapPct: snap.GapPct, AsOf: asOf(s.FetchedAt),
+		Rsi: snap.RSI, EmaGapPct: snap.GapPct, AsOf: asOf(s.FetchedAt), Source: s.Source, Synthetic: s.Synthetic,
 	}
 	if rules.Gate(reg, expected, snap.RSI) {
 		resp.Gate = tollgatev1.Gate_GATE_GO

@@ -266,6 +266,10 @@ func TestSyntheticOutsideDevnetIsNamed(t *testing.T) {
 	if err != nil || c.GetSource() != "devnet-synthetic" {
 		t.Errorf("/candles source %q (%v)", c.GetSource(), err)
 	}
+	f, err := cl.GetForecast(ctx, &tollgatev1.GetForecastRequest{Product: proto.String("RELIANCE.NS"), PredLen: proto.Int32(12)})
+	if err != nil || f.GetSource() != "devnet-synthetic" || !f.GetSynthetic() {
+		t.Errorf("/forecast of an equity: source %q synthetic %v (%v)", f.GetSource(), f.GetSynthetic(), err)
+	}
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +291,14 @@ func TestSyntheticOutsideDevnetIsNamed(t *testing.T) {
 	p, err = cl.GetSignalPack(ctx, &tollgatev1.GetSignalPackRequest{})
 	if err != nil || p.GetInputs().GetSource() != "coinbase-exchange" || p.GetInputs().GetSynthetic() {
 		t.Errorf("/signal-pack inputs %v (%v)", p.GetInputs(), err)
+	}
+	sig, err := cl.GetSignal(ctx, &tollgatev1.GetSignalRequest{Product: proto.String("ETH-USD")})
+	if err != nil || sig.GetSource() != "coinbase-exchange" || sig.GetSynthetic() {
+		t.Errorf("/signal source %q synthetic %v (%v)", sig.GetSource(), sig.GetSynthetic(), err)
+	}
+	f, err = cl.GetForecast(ctx, &tollgatev1.GetForecastRequest{Product: proto.String("ETH-USD"), PredLen: proto.Int32(12)})
+	if err != nil || f.GetSource() != "coinbase-exchange" || f.GetSynthetic() {
+		t.Errorf("/forecast source %q synthetic %v (%v)", f.GetSource(), f.GetSynthetic(), err)
 	}
 	last, _ := time.Parse(time.RFC3339, p.GetInputs().GetLastCandle())
 	if !last.Equal(now.Truncate(time.Hour).Add(-time.Hour)) {

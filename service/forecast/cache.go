@@ -18,7 +18,11 @@ type Result struct {
 	// ExpectedReturnPct is the last forecast close against LastClose.
 	ExpectedReturnPct float64
 	Model             string
-	At                time.Time
+	// Source names the feed the closes came from; Synthetic says it is
+	// not market data.
+	Source    string
+	Synthetic bool
+	At        time.Time
 }
 
 // Cache keeps forecasts per product and horizon for a TTL, collapses

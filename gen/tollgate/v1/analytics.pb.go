@@ -477,7 +477,12 @@ type GetSignalResponse struct {
 	// Close counts of the trade tape, or null when the tape is empty.
 	Provenance *SignalProvenance `protobuf:"bytes,7,opt,name=provenance,proto3" json:"provenance,omitempty"`
 	// Time of computation, RFC 3339 UTC.
-	AsOf          string `protobuf:"bytes,8,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	AsOf string `protobuf:"bytes,8,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
+	// Feed of the candles the regime and RSI were computed from, e.g.
+	// "coinbase-exchange" or "devnet-synthetic".
+	Source string `protobuf:"bytes,9,opt,name=source,proto3" json:"source,omitempty"`
+	// True when that feed is synthetic, not market data.
+	Synthetic     bool `protobuf:"varint,10,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +571,20 @@ func (x *GetSignalResponse) GetAsOf() string {
 		return x.AsOf
 	}
 	return ""
+}
+
+func (x *GetSignalResponse) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *GetSignalResponse) GetSynthetic() bool {
+	if x != nil {
+		return x.Synthetic
+	}
+	return false
 }
 
 type GetSignalPackRequest struct {
@@ -1306,7 +1325,12 @@ type GetForecastResponse struct {
 	AsOf string `protobuf:"bytes,7,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
 	// Model that served the forecast: "embedded-damped-holt" (docs/rules.md)
 	// or the name a remote model gives itself.
-	Model         string `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
+	Model string `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
+	// Feed of the closes the model read, e.g. "coinbase-exchange",
+	// "yahoo-finance" or "devnet-synthetic".
+	Source string `protobuf:"bytes,9,opt,name=source,proto3" json:"source,omitempty"`
+	// True when that feed is synthetic, not market data.
+	Synthetic     bool `protobuf:"varint,10,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1421,20 @@ func (x *GetForecastResponse) GetModel() string {
 	return ""
 }
 
+func (x *GetForecastResponse) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *GetForecastResponse) GetSynthetic() bool {
+	if x != nil {
+		return x.Synthetic
+	}
+	return false
+}
+
 var File_tollgate_v1_analytics_proto protoreflect.FileDescriptor
 
 const file_tollgate_v1_analytics_proto_rawDesc = "" +
@@ -1439,7 +1477,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\x10GetSignalRequest\x125\n" +
 	"\aproduct\x18\x01 \x01(\tB\x16\x9a\xb5\x18\x12\x12\aETH-USD:\aETH-USDH\x00R\aproduct\x88\x01\x01B\n" +
 	"\n" +
-	"\b_product\"\xee\x02\n" +
+	"\b_product\"\xa4\x03\n" +
 	"\x11GetSignalResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12%\n" +
 	"\x04gate\x18\x02 \x01(\x0e2\x11.tollgate.v1.GateR\x04gate\x12+\n" +
@@ -1450,7 +1488,10 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\n" +
 	"provenance\x18\a \x01(\v2\x1d.tollgate.v1.SignalProvenanceB\x06\x9a\xb5\x18\x02H\x01R\n" +
 	"provenance\x12$\n" +
-	"\x05as_of\x18\b \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\"\x16\n" +
+	"\x05as_of\x18\b \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x16\n" +
+	"\x06source\x18\t \x01(\tR\x06source\x12\x1c\n" +
+	"\tsynthetic\x18\n" +
+	" \x01(\bR\tsynthetic\"\x16\n" +
 	"\x14GetSignalPackRequest\"\xe9\x03\n" +
 	"\x15GetSignalPackResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x14\n" +
@@ -1523,7 +1564,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	" \x01(00\x01:\x0224H\x01R\apredLen\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\v\n" +
-	"\t_pred_len\"\x85\x02\n" +
+	"\t_pred_len\"\xbb\x02\n" +
 	"\x13GetForecastResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x1d\n" +
 	"\n" +
@@ -1533,7 +1574,10 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\bpred_len\x18\x05 \x01(\x05R\apredLen\x12\x16\n" +
 	"\x06cached\x18\x06 \x01(\bR\x06cached\x12$\n" +
 	"\x05as_of\x18\a \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x12\x14\n" +
-	"\x05model\x18\b \x01(\tR\x05model2\x9e\r\n" +
+	"\x05model\x18\b \x01(\tR\x05model\x12\x16\n" +
+	"\x06source\x18\t \x01(\tR\x06source\x12\x1c\n" +
+	"\tsynthetic\x18\n" +
+	" \x01(\bR\tsynthetic2\x9e\r\n" +
 	"\x10AnalyticsService\x12\xaf\x01\n" +
 	"\n" +
 	"GetCandles\x12\x1e.tollgate.v1.GetCandlesRequest\x1a\x1f.tollgate.v1.GetCandlesResponse\"`\x92\xb5\x18L\n" +
