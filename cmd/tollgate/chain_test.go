@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,9 +12,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -28,47 +24,17 @@ import (
 	"github.com/tollgate/tollgate/service/chain"
 )
 
-// running is a served Tollgate in process.
-type running struct {
-	ls   listeners
-	base string
-	conn *grpc.ClientConn
-}
+func startServeB(b *testing.B) *served { return startServe(b, nil, nil) }
 
-func startServeB(b *testing.B) *running { return startServe(b, nil, nil) }
-
-func startServe(t testing.TB, args []string, env map[string]string) *running {
+// startServe runs serve in process with a throwaway data dir for the rest
+// of the test.
+func startServe(t testing.TB, args []string, env map[string]string) *served {
 	t.Helper()
-	var ls listeners
-	binds := []*net.Listener{&ls.http, &ls.grpc}
-	if env["TOLLGATE_FACILITATOR_KEY"] == "" {
-		binds = append(binds, &ls.devnet)
-	}
-	for _, l := range binds {
-		var err error
-		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := "http://" + ls.http.Addr().String()
-	fs, cfg := newServeFlags(envOf(env))
-	if err := fs.Parse(append([]string{"--public-url", base, "--data-dir", t.TempDir()}, args...)); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitHealthy(t, base, done)
-	conn, err := grpc.NewClient(ls.grpc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	s, err := serveFor(t, append([]string{"--data-dir", t.TempDir()}, args...), env)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("serve did not start: %v", err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return &running{ls: ls, base: base, conn: conn}
+	return s
 }
 
 // TestRugCheckScenario: every devnet scenario contract gets the verdict
@@ -115,7 +81,7 @@ func TestRugCheckScenario(t *testing.T) {
 		"custom-slot-proxy":     {"owner-active", "unresolved-proxy"},
 	}
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
-	second := startServe(t, []string{"--chain-rpc", "http://" + first.ls.devnet.Addr().String(),
+	second := startServe(t, []string{"--chain-rpc", first.devnetRPC,
 		"--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
 		"--dex-factories", "v2:" + byRole(proj, "dex-factory"), "--quote-tokens", byRole(proj, "weth"), "--whale-confirmations", "0"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
 	cl2 := tollgatev1.NewAnalyticsServiceClient(second.conn)
@@ -321,7 +287,7 @@ func BenchmarkRugCheckHot(b *testing.B) {
 		b.Fatal(err)
 	}
 	addr := proj.GetDevnetContracts()[1].GetAddress()
-	rc, err := rpc.Dial("http://" + r.ls.devnet.Addr().String())
+	rc, err := rpc.Dial(r.devnetRPC)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -425,7 +391,7 @@ func BenchmarkRugCheckCold(b *testing.B) {
 	for _, name := range []string{"clean", "transparent", "legacy-proxy", "roles", "limit", "beacon"} {
 		addr := byRole(proj, name)
 		b.Run(name, func(b *testing.B) {
-			rc, err := rpc.Dial("http://" + r.ls.devnet.Addr().String())
+			rc, err := rpc.Dial(r.devnetRPC)
 			if err != nil {
 				b.Fatal(err)
 			}

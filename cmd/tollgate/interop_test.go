@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -38,24 +36,12 @@ func TestInteropOfficialClients(t *testing.T) {
 		}
 		t.Skip("npm x402 clients not installed (cd .ci/interop && npm ci)")
 	}
-	var ls listeners
-	for _, l := range []*net.Listener{&ls.http, &ls.grpc, &ls.devnet} {
-		var err error
-		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := "http://" + ls.http.Addr().String()
 	dataDir := t.TempDir()
-	fs, cfg := newServeFlags(envOf(nil))
-	if err := fs.Parse([]string{"--public-url", base, "--data-dir", dataDir}); err != nil {
+	s, err := serveFor(t, []string{"--data-dir", dataDir}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
-	defer func() { cancel(); <-done }()
-	waitHealthy(t, base, done)
+	base := s.base
 
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
 	cmd := exec.Command("node", filepath.Join(dir, "pay.mjs"), base, fmt.Sprintf("0x%x", crypto.FromECDSA(key)))
@@ -64,7 +50,7 @@ func TestInteropOfficialClients(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	client, err := ethclient.Dial("http://" + ls.devnet.Addr().String())
+	client, err := ethclient.Dial(s.devnetRPC)
 	if err != nil {
 		t.Fatal(err)
 	}

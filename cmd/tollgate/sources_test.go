@@ -129,14 +129,15 @@ func TestDataDirDefaults(t *testing.T) {
 
 // served is one serveOn in process that a test can stop and restart.
 type served struct {
-	base string
-	conn *grpc.ClientConn
-	stop func() error
+	base      string
+	devnetRPC string // the devnet's JSON-RPC URL; empty outside devnet mode
+	conn      *grpc.ClientConn
+	stop      func() error
 }
 
 // serveFor runs serve with args and env on loopback ports until stop or
 // the end of the test. err is serveOn's result when it fails to start.
-func serveFor(t *testing.T, args []string, env map[string]string) (*served, error) {
+func serveFor(t testing.TB, args []string, env map[string]string) (*served, error) {
 	t.Helper()
 	var ls listeners
 	binds := []*net.Listener{&ls.http, &ls.grpc}
@@ -193,6 +194,9 @@ func serveFor(t *testing.T, args []string, env map[string]string) (*served, erro
 		cancel()
 		return <-done
 	}}
+	if ls.devnet != nil {
+		s.devnetRPC = "http://" + ls.devnet.Addr().String()
+	}
 	t.Cleanup(func() { _ = s.stop() })
 	return s, nil
 }
