@@ -78,7 +78,7 @@ func (e *MismatchError) PreviousDevnetRun() bool {
 
 // Deployment returns the deployment the store is bound to; ok is false
 // when none is recorded yet.
-func (s *SQLite) Deployment(ctx context.Context) (d Deployment, ok bool, err error) {
+func (s *DB) Deployment(ctx context.Context) (d Deployment, ok bool, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT mode, network, asset, genesis FROM deployment WHERE id = 1`).Scan(&d.Mode, &d.Network, &d.Asset, &d.Genesis)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -94,7 +94,7 @@ func (s *SQLite) Deployment(ctx context.Context) (d Deployment, ok bool, err err
 // holds payments (written before deployments were recorded) is adopted
 // only by production, and only when every payment is in d's network and
 // asset.
-func (s *SQLite) Bind(ctx context.Context, d Deployment) error {
+func (s *DB) Bind(ctx context.Context, d Deployment) error {
 	if d.Mode != ModeDevnet && d.Mode != ModeProduction || d.Network == "" || d.Asset == "" || d.Genesis == "" {
 		return fmt.Errorf("store: bind: incomplete deployment %+v", d)
 	}
@@ -122,9 +122,22 @@ func (s *SQLite) Bind(ctx context.Context, d Deployment) error {
 	if payments > 0 && (d.Mode == ModeDevnet || foreign > 0) {
 		return &MismatchError{Want: d}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO deployment (id, mode, network, asset, genesis, created_at) VALUES (1, $1, $2, $3, $4, $5)`,
-		d.Mode, d.Network, d.Asset, d.Genesis, time.Now().UTC().Format(timeFormat)); err != nil {
+	// Replicas starting together may bind at once: the one whose insert
+	// lands second finds the row there and checks it like a later start.
+	res, err := tx.ExecContext(ctx, `INSERT INTO deployment (id, mode, network, asset, genesis, created_at) VALUES (1, $1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO NOTHING`, d.Mode, d.Network, d.Asset, d.Genesis, time.Now().UTC().Format(timeFormat))
+	if err != nil {
 		return fmt.Errorf("store: bind: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: bind: %w", err)
+	} else if n == 0 {
+		if err := tx.QueryRowContext(ctx, `SELECT mode, network, asset, genesis FROM deployment WHERE id = 1`).Scan(&have.Mode, &have.Network, &have.Asset, &have.Genesis); err != nil {
+			return fmt.Errorf("store: bind: %w", err)
+		}
+		if !have.same(d) {
+			return &MismatchError{Have: have, Want: d}
+		}
 	}
 	return tx.Commit()
 }

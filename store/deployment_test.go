@@ -21,6 +21,10 @@ var (
 // every other one, saying which; the same deployment opens it again.
 func TestBind(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testBind)
+}
+
+func testBind(t *testing.T, e engine) {
 	tests := []struct {
 		name         string
 		first, then  store.Deployment
@@ -40,7 +44,7 @@ func TestBind(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			s := openStoreIn(t, t.TempDir())
+			s := openStore(t, e)
 			if err := s.Bind(ctx, tt.first); err != nil {
 				t.Fatal(err)
 			}
@@ -65,9 +69,13 @@ func TestBind(t *testing.T) {
 // refused by production when they are not, and never adopted by a devnet.
 func TestBindUnrecordedStore(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testBindUnrecordedStore)
+}
+
+func testBindUnrecordedStore(t *testing.T, e engine) {
 	ctx := context.Background()
-	withPayment := func(asset string) *store.SQLite {
-		s := openStoreIn(t, t.TempDir())
+	withPayment := func(asset string) *store.DB {
+		s := openStore(t, e)
 		r := rec("0x01")
 		r.Asset = asset
 		if _, err := s.Claim(ctx, r, time.Time{}); err != nil {
@@ -85,10 +93,10 @@ func TestBindUnrecordedStore(t *testing.T) {
 	if err := withPayment("0xD").Bind(ctx, devRun1); !errors.As(err, &m) || !m.PreviousDevnetRun() {
 		t.Errorf("payments of an unknown run opened by devnet: %v", err)
 	}
-	if err := openStoreIn(t, t.TempDir()).Bind(ctx, devRun1); err != nil {
+	if err := openStore(t, e).Bind(ctx, devRun1); err != nil {
 		t.Errorf("empty store: %v", err)
 	}
-	if err := openStoreIn(t, t.TempDir()).Bind(ctx, store.Deployment{Mode: "staging", Network: "x", Asset: "y", Genesis: "z"}); err == nil {
+	if err := openStore(t, e).Bind(ctx, store.Deployment{Mode: "staging", Network: "x", Asset: "y", Genesis: "z"}); err == nil {
 		t.Error("bound to an unknown mode")
 	}
 }
@@ -131,7 +139,7 @@ func TestMoveSQLite(t *testing.T) {
 	}
 }
 
-func openStoreIn(t *testing.T, dir string) *store.SQLite {
+func openStoreIn(t *testing.T, dir string) *store.DB {
 	t.Helper()
 	s, err := store.OpenSQLite(context.Background(), dir)
 	if err != nil {

@@ -1,9 +1,11 @@
 // Package store keeps Tollgate's durable state in SQL: the payment ledger
 // (payment.Ledger) and the lanes tape (closes by id), with other tables as
-// their consumers arrive. The
-// statements are plain SQL shared by the embedded SQLite store and a
-// PostgreSQL one ($n placeholders, ON CONFLICT, transactions); consumers
-// declare the interfaces they need and cmd wires a *SQLite in.
+// their consumers arrive. One type, [DB], runs on two engines: the
+// embedded SQLite database of one process ([OpenSQLite]) and PostgreSQL,
+// shared by replicas ([OpenPostgres]). Both run the same statements ($n
+// placeholders, ON CONFLICT, transactions); what differs between them sits
+// in engine.go. Consumers declare the interfaces they need and cmd wires a
+// *DB in.
 package store
 
 import (
@@ -13,13 +15,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
 
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/service/lanes"
@@ -86,9 +86,16 @@ var migrations = [][]string{
 	)`},
 }
 
+// execer is a *sql.DB or one of its connections.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // migrate applies the migrations the database has not recorded, each in
-// its own transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
+// its own transaction, their DDL written for e's engine. On PostgreSQL
+// the caller holds the migration lock (engine.go).
+func migrate(ctx context.Context, db execer, e engine) error {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		applied_at TEXT NOT NULL
@@ -107,7 +114,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 				return err
 			}
 			for _, stmt := range migrations[v] {
-				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				if _, err := tx.ExecContext(ctx, e.ddl(stmt)); err != nil {
 					return err
 				}
 			}
@@ -127,34 +134,21 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // timeFormat is fixed-width, so stored times compare as strings.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
-// SQLite is the embedded store: one database file under the data dir.
-type SQLite struct {
+// DB is the store on either engine. Its methods mean the same on both:
+// the store's tests run every case against each.
+type DB struct {
 	db *sql.DB
+	e  engine
 }
 
-var _ payment.Ledger = (*SQLite)(nil)
+// SQLite is DB's former name, from when SQLite was its only engine; code
+// written against it keeps compiling.
+type SQLite = DB
 
-// OpenSQLite opens (creating if needed) dir/tollgate.db with WAL, full
-// synchronous commits and a busy timeout, and applies the schema.
-func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, err
-	}
-	dsn := "file:" + filepath.Join(dir, "tollgate.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(FULL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1) // one writer; SQLite serializes writes anyway
-	if err := migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return &SQLite{db: db}, nil
-}
+var _ payment.Ledger = (*DB)(nil)
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *DB) Close() error { return s.db.Close() }
 
 const selectPayment = `SELECT network, asset, payer, nonce, operation, resource, amount, pay_to, version, valid_before,
 	state, tx, reason, claim_id, sig_hash, response, content_type, created_at, updated_at FROM payments`
@@ -173,36 +167,45 @@ func scanRecord(row scanner) (payment.Record, error) {
 	return r, err
 }
 
-// Claim implements payment.Ledger, in one transaction: read the key, then
-// insert it or take it over.
-func (s *SQLite) Claim(ctx context.Context, rec payment.Record, staleBefore time.Time) (payment.Record, error) {
+// Claim implements payment.Ledger, in one transaction: insert the key
+// unless it exists, else read it under the engine's write lock and take it
+// over if it may be. Inserting first is what makes one claim win on
+// PostgreSQL too: a concurrent insert of the same key waits for the other
+// transaction and then does nothing, and the locked read sees its row.
+func (s *DB) Claim(ctx context.Context, rec payment.Record, staleBefore time.Time) (payment.Record, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
 	defer tx.Rollback()
 	now := time.Now().UTC()
-	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = tx.ExecContext(ctx, `INSERT INTO payments (network, asset, payer, nonce, operation, resource, amount, pay_to, version,
-			valid_before, state, claim_id, sig_hash, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
-			rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version,
-			rec.ValidBefore, payment.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
-	case err != nil:
-	case takeable(existing, staleBefore):
+	res, err := tx.ExecContext(ctx, `INSERT INTO payments (network, asset, payer, nonce, operation, resource, amount, pay_to, version,
+		valid_before, state, claim_id, sig_hash, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
+		ON CONFLICT (network, asset, payer, nonce) DO NOTHING`,
+		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version,
+		rec.ValidBefore, payment.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
+	if err != nil {
+		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+	} else if n == 0 {
+		existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey+s.e.forUpdate, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+		if err != nil {
+			return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		}
+		if !takeable(existing, staleBefore) {
+			return existing, payment.ErrClaimed
+		}
 		rec.PrevState, rec.PrevTx, rec.CreatedAt = existing.State, existing.Tx, existing.CreatedAt
-		_, err = tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, pay_to = $4, version = $5,
+		if _, err := tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, pay_to = $4, version = $5,
 			valid_before = $6, state = $7, claim_id = $8, sig_hash = $9, reason = '', updated_at = $10
 			WHERE network = $11 AND asset = $12 AND payer = $13 AND nonce = $14`,
 			rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version, rec.ValidBefore, payment.StateVerified, rec.ClaimID,
-			rec.SigHash, now.Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce)
-	default:
-		return existing, payment.ErrClaimed
-	}
-	if err != nil {
-		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+			rec.SigHash, now.Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce); err != nil {
+			return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
@@ -225,7 +228,7 @@ func takeable(r payment.Record, staleBefore time.Time) bool {
 }
 
 // Finish implements payment.Ledger.
-func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
+func (s *DB) Finish(ctx context.Context, rec payment.Record) error {
 	if rec.State == payment.StateSettled {
 		return s.Resolve(ctx, rec)
 	}
@@ -244,7 +247,7 @@ func (s *SQLite) Finish(ctx context.Context, rec payment.Record) error {
 
 // Resolve implements payment.Ledger. A settlement adds to the running
 // totals in the same transaction, once.
-func (s *SQLite) Resolve(ctx context.Context, rec payment.Record) error {
+func (s *DB) Resolve(ctx context.Context, rec payment.Record) error {
 	switch rec.State {
 	case payment.StateSettled:
 		if !isTxHash(rec.Tx) {
@@ -259,7 +262,7 @@ func (s *SQLite) Resolve(ctx context.Context, rec payment.Record) error {
 		return fmt.Errorf("store: resolve: %w", err)
 	}
 	defer tx.Rollback()
-	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
+	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey+s.e.forUpdate, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return payment.ErrLostClaim
@@ -291,7 +294,7 @@ func (s *SQLite) Resolve(ctx context.Context, rec payment.Record) error {
 			WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10`,
 			rec.State, rec.Tx, rec.Reason, response, contentType, now, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
 		if err == nil && rec.State == payment.StateSettled {
-			err = addPaid(ctx, tx, existing.Operation, existing.Amount)
+			err = s.addPaid(ctx, tx, existing.Operation, existing.Amount)
 		}
 	}
 	if err != nil {
@@ -300,12 +303,19 @@ func (s *SQLite) Resolve(ctx context.Context, rec payment.Record) error {
 	return tx.Commit()
 }
 
-// addPaid adds one settled payment of amount to operation's totals.
-func addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) error {
+// addPaid adds one settled payment of amount to operation's totals. The
+// row is created first and then read under the write lock, so concurrent
+// settlements of one operation add up on PostgreSQL too (amounts are
+// integers of any size, summed here rather than in SQL).
+func (s *DB) addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, 0, '0')
+		ON CONFLICT (operation) DO NOTHING`, operation); err != nil {
+		return fmt.Errorf("totals: %w", err)
+	}
 	var count int64
 	var sum string
-	err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`, operation).Scan(&count, &sum)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`+s.e.forUpdate, operation).Scan(&count, &sum)
+	if err != nil {
 		return fmt.Errorf("totals: %w", err)
 	}
 	total, ok := new(big.Int).SetString(orZero(sum), 10)
@@ -313,9 +323,8 @@ func addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) error {
 	if !ok || !ok2 {
 		return fmt.Errorf("amount %q is not an integer", amount)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, $2, $3)
-		ON CONFLICT (operation) DO UPDATE SET count = excluded.count, amount = excluded.amount`,
-		operation, count+1, total.Add(total, add).String())
+	_, err = tx.ExecContext(ctx, `UPDATE paid_totals SET count = $1, amount = $2 WHERE operation = $3`,
+		count+1, total.Add(total, add).String(), operation)
 	return err
 }
 
@@ -329,7 +338,7 @@ func isTxHash(s string) bool {
 }
 
 // Lookup implements payment.Ledger.
-func (s *SQLite) Lookup(ctx context.Context, rec payment.Record) (payment.Record, error) {
+func (s *DB) Lookup(ctx context.Context, rec payment.Record) (payment.Record, error) {
 	r, err := scanRecord(s.db.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, payment.ErrNotFound
@@ -339,14 +348,14 @@ func (s *SQLite) Lookup(ctx context.Context, rec payment.Record) (payment.Record
 
 // Unresolved returns up to limit payments still verified or pending and
 // last updated before before, oldest first: the reconciler's work.
-func (s *SQLite) Unresolved(ctx context.Context, before time.Time, limit int) ([]payment.Record, error) {
+func (s *DB) Unresolved(ctx context.Context, before time.Time, limit int) ([]payment.Record, error) {
 	return s.query(ctx, selectPayment+` WHERE state IN ($1, $2) AND updated_at < $3 ORDER BY created_at LIMIT $4`,
 		payment.StateVerified, payment.StatePending, before.UTC().Format(timeFormat), limit)
 }
 
 // UnresolvedSummary counts the payments still verified or pending and
 // returns when the oldest of them was first seen (zero when none is).
-func (s *SQLite) UnresolvedSummary(ctx context.Context) (count int, oldest time.Time, err error) {
+func (s *DB) UnresolvedSummary(ctx context.Context) (count int, oldest time.Time, err error) {
 	var first sql.NullString
 	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM payments WHERE state IN ($1, $2)`,
 		payment.StateVerified, payment.StatePending).Scan(&count, &first)
@@ -359,7 +368,7 @@ func (s *SQLite) UnresolvedSummary(ctx context.Context) (count int, oldest time.
 	return count, oldest, nil
 }
 
-func (s *SQLite) query(ctx context.Context, q string, args ...any) ([]payment.Record, error) {
+func (s *DB) query(ctx context.Context, q string, args ...any) ([]payment.Record, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -384,7 +393,7 @@ func orZero(s string) string {
 }
 
 // Totals implements payment.Ledger from the running totals.
-func (s *SQLite) Totals(ctx context.Context) (map[string]payment.Totals, error) {
+func (s *DB) Totals(ctx context.Context) (map[string]payment.Totals, error) {
 	out := map[string]payment.Totals{}
 	rows, err := s.db.QueryContext(ctx, `SELECT operation, count, amount FROM paid_totals`)
 	if err != nil {
@@ -421,13 +430,16 @@ func (s *SQLite) Totals(ctx context.Context) (map[string]payment.Totals, error) 
 }
 
 // AddChallenges implements payment.Ledger.
-func (s *SQLite) AddChallenges(ctx context.Context, counts map[string]uint64) error {
+func (s *DB) AddChallenges(ctx context.Context, counts map[string]uint64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: challenges: %w", err)
 	}
 	defer tx.Rollback()
-	for op, n := range counts {
+	// In a fixed order, so that two replicas flushing at once lock the
+	// rows in the same order and never deadlock.
+	for _, op := range slices.Sorted(maps.Keys(counts)) {
+		n := counts[op]
 		if n == 0 {
 			continue
 		}
@@ -440,7 +452,7 @@ func (s *SQLite) AddChallenges(ctx context.Context, counts map[string]uint64) er
 }
 
 // Payments returns every payment record, oldest first (tests, tooling).
-func (s *SQLite) Payments(ctx context.Context) ([]payment.Record, error) {
+func (s *DB) Payments(ctx context.Context) ([]payment.Record, error) {
 	return s.query(ctx, selectPayment+` ORDER BY created_at`)
 }
 
@@ -453,7 +465,7 @@ type Filter struct {
 }
 
 // List returns the payments matching f, oldest first.
-func (s *SQLite) List(ctx context.Context, f Filter) ([]payment.Record, error) {
+func (s *DB) List(ctx context.Context, f Filter) ([]payment.Record, error) {
 	q, args := selectPayment+` WHERE 1 = 1`, []any{}
 	if f.State != "" {
 		args = append(args, f.State)
@@ -474,7 +486,7 @@ func (s *SQLite) List(ctx context.Context, f Filter) ([]payment.Record, error) {
 // close already stored identically is counted as a duplicate; one stored
 // with another lane or time fails the import (lanes.ErrConflict) and
 // nothing is stored.
-func (s *SQLite) ImportCloses(ctx context.Context, closes []lanes.Close) (inserted, duplicates int, err error) {
+func (s *DB) ImportCloses(ctx context.Context, closes []lanes.Close) (inserted, duplicates int, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("store: import closes: %w", err)
@@ -482,23 +494,26 @@ func (s *SQLite) ImportCloses(ctx context.Context, closes []lanes.Close) (insert
 	defer tx.Rollback()
 	now := time.Now().UTC().Format(timeFormat)
 	for _, c := range closes {
-		var lane, closedAt string
-		err := tx.QueryRowContext(ctx, `SELECT lane, closed_at FROM lane_closes WHERE id = $1`, c.ID).Scan(&lane, &closedAt)
-		switch {
-		case err == nil:
-			if lane != c.Lane || closedAt != c.ClosedAt.UTC().Format(timeFormat) {
-				return 0, 0, fmt.Errorf("close %q (stored in lane %q at %s): %w", c.ID, lane, closedAt, lanes.ErrConflict)
-			}
-			duplicates++
+		closed := c.ClosedAt.UTC().Format(timeFormat)
+		res, err := tx.ExecContext(ctx, `INSERT INTO lane_closes (id, lane, closed_at, imported_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (id) DO NOTHING`, c.ID, c.Lane, closed, now)
+		if err != nil {
+			return 0, 0, fmt.Errorf("store: import closes: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, 0, fmt.Errorf("store: import closes: %w", err)
+		} else if n == 1 {
+			inserted++
 			continue
-		case !errors.Is(err, sql.ErrNoRows):
+		}
+		var lane, closedAt string
+		if err := tx.QueryRowContext(ctx, `SELECT lane, closed_at FROM lane_closes WHERE id = $1`, c.ID).Scan(&lane, &closedAt); err != nil {
 			return 0, 0, fmt.Errorf("store: import closes: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lane_closes (id, lane, closed_at, imported_at) VALUES ($1, $2, $3, $4)`,
-			c.ID, c.Lane, c.ClosedAt.UTC().Format(timeFormat), now); err != nil {
-			return 0, 0, fmt.Errorf("store: import closes: %w", err)
+		if lane != c.Lane || closedAt != closed {
+			return 0, 0, fmt.Errorf("close %q (stored in lane %q at %s): %w", c.ID, lane, closedAt, lanes.ErrConflict)
 		}
-		inserted++
+		duplicates++
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, 0, fmt.Errorf("store: import closes: %w", err)
@@ -508,7 +523,7 @@ func (s *SQLite) ImportCloses(ctx context.Context, closes []lanes.Close) (insert
 
 // Lanes summarizes the tape: every lane with its close count and last
 // close, by name.
-func (s *SQLite) Lanes(ctx context.Context) ([]lanes.Lane, error) {
+func (s *DB) Lanes(ctx context.Context) ([]lanes.Lane, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT lane, COUNT(*), MAX(closed_at) FROM lane_closes GROUP BY lane ORDER BY lane`)
 	if err != nil {
 		return nil, fmt.Errorf("store: lanes: %w", err)

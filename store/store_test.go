@@ -15,7 +15,36 @@ import (
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/service/lanes"
 	"github.com/tollgate/tollgate/store"
+	"github.com/tollgate/tollgate/store/pgtest"
 )
+
+// engine is one of the store's engines, as the tests open it: at a place
+// (a directory, a database URL) made for the test, reopened at the same
+// place when a test checks durability.
+type engine struct {
+	name  string
+	place func(t *testing.T) string
+	open  func(ctx context.Context, place string) (*store.DB, error)
+}
+
+// engines are both of the store's engines: every case of the store runs
+// on each (PostgreSQL skips where it is not installed, unless
+// TOLLGATE_REQUIRE_POSTGRES=1).
+var engines = []engine{
+	{"sqlite", func(t *testing.T) string { return t.TempDir() }, store.OpenSQLite},
+	{"postgres", func(t *testing.T) string { return pgtest.URL(t) }, store.OpenPostgres},
+}
+
+// eachEngine runs f as a parallel subtest per engine.
+func eachEngine(t *testing.T, f func(t *testing.T, e engine)) {
+	t.Helper()
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, e)
+		})
+	}
+}
 
 var claims atomic.Int64
 
@@ -35,9 +64,13 @@ func rec(nonce string) payment.Record {
 // SQLite store here; a PostgreSQL store runs the same cases).
 func TestLedger(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testLedger)
+}
+
+func testLedger(t *testing.T, e engine) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	l, err := store.OpenSQLite(ctx, dir)
+	dir := e.place(t)
+	l, err := e.open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +137,7 @@ func TestLedger(t *testing.T) {
 	// Durable: reopened, the ledger still holds everything, challenge
 	// counts included.
 	l.Close()
-	l, err = store.OpenSQLite(ctx, dir)
+	l, err = e.open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +152,12 @@ func TestLedger(t *testing.T) {
 // TestLedgerConcurrentClaims: one claim wins per key, however many race.
 func TestLedgerConcurrentClaims(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testLedgerConcurrentClaims)
+}
+
+func testLedgerConcurrentClaims(t *testing.T, e engine) {
 	ctx := context.Background()
-	l := openStore(t)
+	l := openStore(t, e)
 	var wins atomic.Int64
 	var wg sync.WaitGroup
 	for range 20 {
@@ -141,8 +178,12 @@ func TestLedgerConcurrentClaims(t *testing.T) {
 // TestPaidSumsExactly: amounts are summed as integers, however large.
 func TestPaidSumsExactly(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testPaidSumsExactly)
+}
+
+func testPaidSumsExactly(t *testing.T, e engine) {
 	ctx := context.Background()
-	l := openStore(t)
+	l := openStore(t, e)
 	for i, amount := range []string{"99999999999999999999", "1", "250000"} {
 		r := rec(fmt.Sprintf("0x1%d", i))
 		r.Amount = amount
@@ -169,8 +210,12 @@ func withState(r payment.Record, state string) payment.Record {
 // whole import with nothing stored, and the summary counts per lane.
 func TestLaneTape(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testLaneTape)
+}
+
+func testLaneTape(t *testing.T, e engine) {
 	ctx := context.Background()
-	s := openStore(t)
+	s := openStore(t, e)
 	at := func(h int) time.Time { return time.Date(2026, 11, 1, h, 0, 0, 0, time.UTC) }
 	first := []lanes.Close{{ID: "a", Lane: "eth", ClosedAt: at(1)}, {ID: "b", Lane: "eth", ClosedAt: at(3)}, {ID: "c", Lane: "btc", ClosedAt: at(2)}}
 	if ls, err := s.Lanes(ctx); err != nil || len(ls) != 0 {
@@ -202,8 +247,12 @@ func TestLaneTape(t *testing.T) {
 // missing hash; a failure only over an unresolved record.
 func TestResolve(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testResolve)
+}
+
+func testResolve(t *testing.T, e engine) {
 	ctx := context.Background()
-	l := openStore(t)
+	l := openStore(t, e)
 	past := time.Now().Add(-time.Hour)
 	held, err := l.Claim(ctx, rec("0x21"), past)
 	if err != nil {
@@ -274,8 +323,12 @@ func TestResolve(t *testing.T) {
 // oldest first, and summarizes them.
 func TestUnresolved(t *testing.T) {
 	t.Parallel()
+	eachEngine(t, testUnresolved)
+}
+
+func testUnresolved(t *testing.T, e engine) {
 	ctx := context.Background()
-	l := openStore(t)
+	l := openStore(t, e)
 	past := time.Now().Add(-time.Hour)
 	states := map[string]string{"0x31": payment.StateVerified, "0x32": payment.StatePending, "0x33": payment.StateFailed,
 		"0x34": payment.StateReleased, "0x35": payment.StateSettled}
@@ -360,10 +413,10 @@ func withNonce(r payment.Record, nonce string) payment.Record {
 	return r
 }
 
-// openStore opens a store in a fresh directory, closed when the test ends.
-func openStore(t *testing.T) *store.SQLite {
+// openStore opens an empty store of engine e, closed when the test ends.
+func openStore(t *testing.T, e engine) *store.DB {
 	t.Helper()
-	s, err := store.OpenSQLite(context.Background(), t.TempDir())
+	s, err := e.open(context.Background(), e.place(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
+)
+
+// engine is everything that differs between SQLite and PostgreSQL; every
+// statement of the store is otherwise the same text on both.
+type engine struct {
+	name string
+	// forUpdate ends a read that a transaction then writes back (claim,
+	// resolve, totals). PostgreSQL locks the row: a concurrent claimer
+	// waits and then reads the winner's row. SQLite needs nothing: its
+	// transactions begin IMMEDIATE (_txlock in the DSN), one writer at a
+	// time.
+	forUpdate string
+	// types maps the column types of the migrations, written for SQLite,
+	// to the engine's.
+	types *strings.Replacer
+}
+
+var (
+	sqlite   = engine{name: "sqlite", types: strings.NewReplacer()}
+	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", types: strings.NewReplacer(" BLOB", " BYTEA")}
+)
+
+// ddl returns a migration statement in the engine's types.
+func (e engine) ddl(stmt string) string { return e.types.Replace(stmt) }
+
+// OpenSQLite opens (creating if needed) dir/tollgate.db with WAL, full
+// synchronous commits and a busy timeout, and applies the schema.
+func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + filepath.Join(dir, "tollgate.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(FULL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1) // one writer; SQLite serializes writes anyway
+	if err := migrate(ctx, db, sqlite); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &DB{db: db, e: sqlite}, nil
+}
+
+// migrationLock is the key of the PostgreSQL advisory lock held while
+// migrations run (any constant shared by every replica; this one spells
+// "tollgate" in ASCII).
+const migrationLock int64 = 0x746f6c6c67617465
+
+// OpenPostgres connects to the PostgreSQL database of url (postgres://…,
+// any parameter pgx accepts) and applies the schema. Replicas starting
+// together migrate one at a time: each holds a session advisory lock
+// (pg_advisory_lock) while it checks and applies the migrations, so the
+// second finds them recorded.
+func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store: database URL: %w", err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxIdleConns(8)
+	if err := migratePostgres(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &DB{db: db, e: postgres}, nil
+}
+
+func migratePostgres(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: connect: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("store: migration lock: %w", err)
+	}
+	// Unlocked on a fresh context: a canceled ctx must not leave the lock
+	// held by a connection that goes back to the pool.
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
+	return migrate(ctx, conn, postgres)
+}
