@@ -23,7 +23,7 @@ import (
 // place when a test checks durability.
 type engine struct {
 	name  string
-	place func(t *testing.T) string
+	place func(t testing.TB) string
 	open  func(ctx context.Context, place string) (*store.DB, error)
 }
 
@@ -31,8 +31,8 @@ type engine struct {
 // on each (PostgreSQL skips where it is not installed, unless
 // TOLLGATE_REQUIRE_POSTGRES=1).
 var engines = []engine{
-	{"sqlite", func(t *testing.T) string { return t.TempDir() }, store.OpenSQLite},
-	{"postgres", func(t *testing.T) string { return pgtest.URL(t) }, store.OpenPostgres},
+	{"sqlite", func(t testing.TB) string { return t.TempDir() }, store.OpenSQLite},
+	{"postgres", func(t testing.TB) string { return pgtest.URL(t) }, store.OpenPostgres},
 }
 
 // eachEngine runs f as a parallel subtest per engine.
@@ -422,4 +422,156 @@ func openStore(t *testing.T, e engine) *store.DB {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// TestClaimsAcrossInstances: two stores open on one database (two
+// replicas) race many claimers per payment key; each key has one winner,
+// settlements of one operation from both add up exactly, and each
+// settlement counts once however many resolve it.
+func TestClaimsAcrossInstances(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, testClaimsAcrossInstances)
+}
+
+func testClaimsAcrossInstances(t *testing.T, e engine) {
+	ctx := context.Background()
+	place := e.place(t)
+	var replicas [2]*store.DB
+	for i := range replicas {
+		s, err := e.open(ctx, place)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		replicas[i] = s
+	}
+	const keys, racers = 10, 16
+	var wins [keys]atomic.Int64
+	won := make(chan payment.Record, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		for i := range racers {
+			wg.Go(func() {
+				r, err := replicas[i%2].Claim(ctx, rec(fmt.Sprintf("0xa%d", k)), time.Now().Add(-time.Hour))
+				switch {
+				case err == nil:
+					wins[k].Add(1)
+					won <- r
+				case !errors.Is(err, payment.ErrClaimed):
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(won)
+	for k := range wins {
+		if n := wins[k].Load(); n != 1 {
+			t.Errorf("key %d: %d claims won", k, n)
+		}
+	}
+	for r := range won {
+		for i := range 4 { // the holder and three late resolvers, on both replicas
+			wg.Go(func() {
+				if err := replicas[i%2].Resolve(ctx, withTx(withState(r, payment.StateSettled), txA)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	paid, err := replicas[0].Totals(ctx)
+	if err != nil || paid["regime"].Paid != keys || paid["regime"].Amount != fmt.Sprint(keys*50000) {
+		t.Errorf("totals %+v %v: want %d payments of 50000", paid["regime"], err, keys)
+	}
+}
+
+// TestConcurrentChallenges: flushes of challenge counts from two
+// replicas at once add up, in whatever order their maps iterate.
+func TestConcurrentChallenges(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		place := e.place(t)
+		var wg sync.WaitGroup
+		var replicas [2]*store.DB
+		for i := range replicas {
+			s, err := e.open(ctx, place)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			replicas[i] = s
+		}
+		for i := range 20 {
+			wg.Go(func() {
+				if err := replicas[i%2].AddChallenges(ctx, map[string]uint64{"regime": 1, "whales": 2, "lanes": 3, "forecast": 4}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		got, err := replicas[1].Totals(ctx)
+		if err != nil || got["regime"].Challenges != 20 || got["forecast"].Challenges != 80 {
+			t.Errorf("challenges %+v %v", got, err)
+		}
+	})
+}
+
+// TestReplicasStartTogether: stores opening one empty database at once
+// migrate it once (the others wait for the migration lock) and bind it to
+// one deployment.
+func TestReplicasStartTogether(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		place := e.place(t)
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() {
+				s, err := e.open(ctx, place)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				if err := s.Bind(ctx, prodBase); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+// BenchmarkClaimFinish is the ledger's cost per paid call on each engine:
+// a claim and a settlement, from parallel callers. (pgtest's cluster runs
+// with fsync off; SQLite here syncs every commit.)
+func BenchmarkClaimFinish(b *testing.B) {
+	for _, e := range engines {
+		b.Run(e.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := e.open(ctx, e.place(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					r, err := s.Claim(ctx, rec(fmt.Sprintf("0xb%d", i)), time.Time{})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					r.State, r.Tx, r.Response = payment.StateSettled, fmt.Sprintf("0x%064x", i), []byte(`{"ok":true}`)
+					if err := s.Finish(ctx, r); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
