@@ -105,6 +105,8 @@ type Chain struct {
 	wg       sync.WaitGroup // clock and forward
 	Token    common.Address
 	Accounts []Account
+	gas      []Account     // GasAccounts, handed out by claimGas
+	claims   atomic.Uint32 // gas accounts handed out so far
 	// Scenario holds the rug-check scenario contracts, in deployment order.
 	Scenario []ScenarioContract
 	// Dex is the V2-style exchange with its scripted trading history.
@@ -118,13 +120,17 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 	c := &Chain{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
 	alloc := types.GenesisAlloc{}
 	ethFunds := new(big.Int).Mul(big.NewInt(10_000), big.NewInt(params.Ether))
-	for i := range uint32(accounts + traderAccounts) {
-		key, err := DeriveKey(Mnemonic, i)
-		if err != nil {
-			return nil, err
-		}
+	keys, err := deriveKeys(Mnemonic, 0, FirstGasAccount+GasAccounts)
+	if err != nil {
+		return nil, err
+	}
+	for i, key := range keys {
 		a := Account{Address: crypto.PubkeyToAddress(key.PublicKey), Key: key}
-		c.Accounts = append(c.Accounts, a)
+		if i < FirstGasAccount {
+			c.Accounts = append(c.Accounts, a)
+		} else {
+			c.gas = append(c.gas, a)
+		}
 		alloc[a.Address] = types.Account{Balance: ethFunds}
 	}
 	if err := c.startNode(alloc, uint64(time.Now().Add(-historyLead).Unix())); err != nil {
@@ -247,6 +253,9 @@ func (c *Chain) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if c.serveDevnet(w, r) {
+		return
+	}
 	if m := disallowedMethod(body); m != "" {
 		http.Error(w, fmt.Sprintf("method %q is not served by the devnet (eth_, net_ and web3_ only)", m), http.StatusForbidden)
 		return
@@ -430,26 +439,10 @@ func sign(from Account, nonce uint64, to *common.Address, data []byte, gas uint6
 
 // Banner describes the devnet for the operator's console.
 func (c *Chain) Banner(publicURL string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "DEVNET — an in-process test chain, not Base. Nothing here is real money.\n")
-	fmt.Fprintf(&b, "  chain id     %d (JSON-RPC %s)\n", ChainID, c.url)
-	fmt.Fprintf(&b, "  USD token    %s (%q version %q, %d decimals)\n", c.Token.Hex(), TokenName, TokenVersion, TokenDecimals)
-	fmt.Fprintf(&b, "  payTo        %s (test account #%d)\n", c.Accounts[PayToAccount].Address.Hex(), PayToAccount)
-	fmt.Fprintf(&b, "  facilitator  %s (test account #%d pays settlement gas)\n", c.Accounts[FacilitatorAccount].Address.Hex(), FacilitatorAccount)
-	fmt.Fprintf(&b, "  accounts     #0-#9 of %q, 10,000 ETH and 1,000 USD each\n", Mnemonic)
-	for _, sc := range c.Scenario {
-		fmt.Fprintf(&b, "  %-12s %s (expect %s)\n", sc.Name, sc.Address.Hex(), sc.Expect)
-	}
-	if c.Dex != nil {
-		fmt.Fprintf(&b, "  dex factory  %s (V2-style; WETH %s)\n", c.Dex.Factory.Hex(), c.Dex.WETH.Hex())
-		for _, t := range c.Dex.Tokens {
-			fmt.Fprintf(&b, "  %-12s %s (pair %s, %s)\n", t.Name, t.Token.Hex(), t.Pair.Hex(), t.Fate)
-		}
-		fmt.Fprintf(&b, "  traders      #%d smart, #%d holder, #%d lucky, #%d late; crowd #%d-#%d\n",
-			SmartTrader, HolderTrader, LuckyTrader, LateTrader, crowdFirst, crowdFirst+crowdSize-1)
-	}
-	fmt.Fprintf(&b, "  try          go run ./cmd/tollgate pay %s/regime\n", strings.TrimSuffix(publicURL, "/"))
-	return b.String()
+	d := c.Description()
+	fac, _ := d.Account(RoleFacilitator)
+	return d.Banner("DEVNET — an in-process test chain, not Base. Nothing here is real money.", c.url, fac,
+		"go run ./cmd/tollgate pay "+strings.TrimSuffix(publicURL, "/")+"/regime")
 }
 
 // deploy deploys the artifact name with constructor args from a.

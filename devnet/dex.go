@@ -11,20 +11,20 @@ import (
 
 // Dex is the devnet's Uniswap-V2-style exchange and its scripted history.
 type Dex struct {
-	Factory common.Address
-	Router  common.Address
-	WETH    common.Address
+	Factory common.Address `json:"factory"`
+	Router  common.Address `json:"router"`
+	WETH    common.Address `json:"weth"`
 	// Tokens launched on it, in launch order, with what happened to them.
-	Tokens []LaunchedToken
+	Tokens []LaunchedToken `json:"tokens"`
 }
 
 // LaunchedToken is one token of the trading history.
 type LaunchedToken struct {
-	Name   string
-	Token  common.Address
-	Pair   common.Address
-	Fate   string // "rug" (liquidity pulled), "dump" (price collapse) or "alive"
-	Buyers []string
+	Name   string         `json:"name"`
+	Token  common.Address `json:"token"`
+	Pair   common.Address `json:"pair"`
+	Fate   string         `json:"fate"` // "rug" (liquidity pulled), "dump" (price collapse) or "alive"
+	Buyers []string       `json:"buyers"`
 }
 
 // Trader roles of the history (test accounts; the crowd is #10-#15).

@@ -22,6 +22,16 @@ const Mnemonic = "test test test test test test test test test test test junk"
 // DeriveKey returns the key at m/44'/60'/0'/0/index of mnemonic (BIP-39
 // seed with an empty passphrase, BIP-32 derivation, BIP-44 path).
 func DeriveKey(mnemonic string, index uint32) (*ecdsa.PrivateKey, error) {
+	keys, err := deriveKeys(mnemonic, index, 1)
+	if err != nil {
+		return nil, err
+	}
+	return keys[0], nil
+}
+
+// deriveKeys returns the keys at m/44'/60'/0'/0/first up to first+n-1,
+// stretching the mnemonic (2048 rounds of PBKDF2) once for all of them.
+func deriveKeys(mnemonic string, first, n uint32) ([]*ecdsa.PrivateKey, error) {
 	seed, err := pbkdf2.Key(sha512.New, mnemonic, []byte("mnemonic"), 2048, 64)
 	if err != nil {
 		return nil, err
@@ -31,13 +41,25 @@ func DeriveKey(mnemonic string, index uint32) (*ecdsa.PrivateKey, error) {
 	I := mac.Sum(nil)
 	key, chain := I[:32], I[32:]
 	const hardened = 0x80000000
-	for _, child := range []uint32{44 + hardened, 60 + hardened, 0 + hardened, 0, index} {
+	for _, child := range []uint32{44 + hardened, 60 + hardened, 0 + hardened, 0} {
 		key, chain, err = deriveChild(key, chain, child)
 		if err != nil {
 			return nil, err
 		}
 	}
-	return crypto.ToECDSA(key)
+	keys := make([]*ecdsa.PrivateKey, 0, n)
+	for i := first; i < first+n; i++ {
+		k, _, err := deriveChild(key, chain, i)
+		if err != nil {
+			return nil, err
+		}
+		priv, err := crypto.ToECDSA(k)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, priv)
+	}
+	return keys, nil
 }
 
 // deriveChild is BIP-32 private child key derivation.

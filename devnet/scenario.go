@@ -12,9 +12,9 @@ import (
 // ScenarioContract is a contract of the rug-check scenario, with the
 // verdict the published rules give it.
 type ScenarioContract struct {
-	Name    string
-	Address common.Address
-	Expect  string
+	Name    string         `json:"name"`
+	Address common.Address `json:"address"`
+	Expect  string         `json:"expect"`
 }
 
 // ScenarioAccount deploys the scenario contracts and owns them.

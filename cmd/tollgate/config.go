@@ -25,6 +25,7 @@ type config struct {
 	DataDir         string
 	CandlesURL      string
 	DevnetRPC       string
+	DevnetURL       string // a shared devnet (tollgate devnet); never inferred from ChainRPC
 	ChainRPC        string
 	PayTo           string
 	Facilitator     string
@@ -138,6 +139,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
 	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
+	str(&cfg.DevnetURL, "devnet-url", "", "devnet mode on a shared chain: JSON-RPC URL of a \"tollgate devnet\" (e.g. http://127.0.0.1:8545), instead of an in-process chain; not with --chain-rpc")
 	str(&cfg.ChainRPC, "chain-rpc", "", "Ethereum JSON-RPC URL of a Base node (chain id 8453); empty: run the embedded devnet")
 	str(&cfg.PayTo, "pay-to", "", "address receiving payments (required with --chain-rpc; devnet: test account #1)")
 	str(&cfg.Facilitator, "facilitator", "", "URL of a remote x402 facilitator (POST /verify, /settle); empty: the self-hosted one")
@@ -213,6 +215,9 @@ func (c *config) validate() error {
 	}
 	if c.PayTo != "" && !common.IsHexAddress(c.PayTo) {
 		errs = append(errs, fmt.Errorf("--pay-to %q is not an address", c.PayTo))
+	}
+	if err := validDevnetURL(c.DevnetURL, c.ChainRPC); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ChainRPC != "" && c.Facilitator == "" && c.FacilitatorKey == "" && c.KeyFile == "" {
 		errs = append(errs, errors.New("the self-hosted facilitator needs a gas key: TOLLGATE_FACILITATOR_KEY or --facilitator-key-file (or use --facilitator URL)"))

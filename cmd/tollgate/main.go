@@ -2,6 +2,7 @@
 // private listener and the REST gateway on the public one.
 //
 //	tollgate serve [flags]
+//	tollgate devnet [--rpc 127.0.0.1:8545]
 //	tollgate --help
 //
 // main only wires: it reads configuration (flags, then TOLLGATE_* env,
@@ -38,6 +39,8 @@ ETH/BTC markets, paid per call with x402.
 
 Usage:
   tollgate serve [flags]   run the gRPC server and the REST gateway (devnet unless --chain-rpc)
+  tollgate devnet [--rpc 127.0.0.1:8545]
+                           run the devnet chain alone, shared by servers started with --devnet-url
   tollgate pay [flags] URL pay one x402-priced GET and print the body (tollgate pay --help)
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
   tollgate lanes import FILE
@@ -86,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return serve(ctx, cfg, stderr)
+	case "devnet":
+		return devnetCmd(ctx, args[1:], getenv, stderr)
 	case "pay":
 		return pay(ctx, args[1:], getenv, stdout, stderr)
 	case "facilitator":

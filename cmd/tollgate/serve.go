@@ -71,7 +71,7 @@ func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 		addr string
 		name string
 		want bool
-	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == ""}} {
+	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == "" && cfg.DevnetURL == ""}} {
 		if !b.want {
 			continue
 		}
@@ -287,7 +287,8 @@ type payments struct {
 	close       func()
 }
 
-// newPayments starts the devnet (when no --chain-rpc is set) and builds the
+// newPayments starts the devnet (when neither --chain-rpc nor --devnet-url
+// is set) or connects to the shared one (--devnet-url), and builds the
 // facilitator and the gate's terms.
 func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLis net.Listener) (*payments, error) {
 	p := &payments{mode: "production", close: func() {}}
@@ -298,27 +299,43 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	}
 	rpcURL := cfg.ChainRPC
 	var key string
-	if cfg.ChainRPC == "" {
-		chain, err := devnet.Start(ctx, devnetLis)
-		if err != nil {
-			return nil, err
+	var chain *devnetChain
+	var err error
+	switch {
+	case cfg.DevnetURL != "":
+		chain, err = dialDevnet(ctx, cfg.DevnetURL, cfg.PublicURL)
+	case cfg.ChainRPC == "":
+		chain, err = startDevnet(ctx, devnetLis, cfg.PublicURL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if chain != nil {
+		d := chain.desc
+		p.mode, p.close = "devnet", chain.close
+		rpcURL = chain.rpcURL
+		gc.Asset, gc.AssetName, gc.AssetVersion, gc.Decimals = chain.token.Address, chain.token.Name, chain.token.Version, int(chain.token.Decimals)
+		if a, ok := d.Account(devnet.RolePayTo); ok {
+			gc.PayTo = a.Address
 		}
-		p.mode, p.close = "devnet", func() { chain.Close() }
-		rpcURL = chain.URL()
-		gc.Asset = chain.Token
-		gc.PayTo = chain.Account(devnet.PayToAccount).Address
-		key = fmt.Sprintf("%x", crypto.FromECDSA(chain.Account(devnet.FacilitatorAccount).Key))
-		p.banner = chain.Banner(cfg.PublicURL)
-		for _, sc := range chain.Scenario {
+		key = fmt.Sprintf("%x", crypto.FromECDSA(chain.gas.Key))
+		p.banner = chain.banner
+		for _, sc := range d.Scenario {
 			p.scenario = append(p.scenario, service.DevnetContract{Name: sc.Name, Address: sc.Address.Hex(), Expect: sc.Expect, Role: "rug-check scenario"})
 		}
-		p.dex = chain.Dex
-		p.scenario = append(p.scenario,
-			service.DevnetContract{Name: "dex-factory", Address: chain.Dex.Factory.Hex(), Role: "V2-style factory (whale scan)"},
-			service.DevnetContract{Name: "weth", Address: chain.Dex.WETH.Hex(), Role: "quote asset of the exchange"})
-		for _, t := range chain.Dex.Tokens {
-			p.scenario = append(p.scenario, service.DevnetContract{Name: strings.ToLower(t.Name), Address: t.Token.Hex(),
-				Role: fmt.Sprintf("launched token, %s; pair %s", t.Fate, t.Pair.Hex())})
+		if d.Dex != nil {
+			p.dex = d.Dex
+			p.scenario = append(p.scenario,
+				service.DevnetContract{Name: "dex-factory", Address: d.Dex.Factory.Hex(), Role: "V2-style factory (whale scan)"},
+				service.DevnetContract{Name: "weth", Address: d.Dex.WETH.Hex(), Role: "quote asset of the exchange"})
+			for _, t := range d.Dex.Tokens {
+				p.scenario = append(p.scenario, service.DevnetContract{Name: strings.ToLower(t.Name), Address: t.Token.Hex(),
+					Role: fmt.Sprintf("launched token, %s; pair %s", t.Fate, t.Pair.Hex())})
+			}
+		}
+		if cfg.DevnetURL != "" {
+			logger.Warn("DEVNET: shared test chain; payments are not real money", "devnet_url", redactURL(cfg.DevnetURL),
+				"asset", gc.Asset.Hex(), "gas_account", chain.gas.Address.Hex())
 		}
 	} else {
 		gc.PayTo = common.HexToAddress(cfg.PayTo)
