@@ -23,6 +23,7 @@ type config struct {
 	GRPCAddr        string
 	PublicURL       string
 	DataDir         string
+	Database        string // postgres:// URL of a shared store, or empty for SQLite in DataDir; never logged (may hold a password)
 	CandlesURL      string
 	DevnetRPC       string
 	DevnetURL       string // a shared devnet (tollgate devnet); never inferred from ChainRPC
@@ -137,6 +138,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
 	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
+	str(&cfg.Database, "database", "", databaseUsage)
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
 	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
 	str(&cfg.DevnetURL, "devnet-url", "", "devnet mode on a shared chain: JSON-RPC URL of a \"tollgate devnet\" (e.g. http://127.0.0.1:8545), instead of an in-process chain; not with --chain-rpc")
@@ -215,6 +217,9 @@ func (c *config) validate() error {
 	}
 	if c.PayTo != "" && !common.IsHexAddress(c.PayTo) {
 		errs = append(errs, fmt.Errorf("--pay-to %q is not an address", c.PayTo))
+	}
+	if err := validDatabase(c.Database); err != nil {
+		errs = append(errs, err)
 	}
 	if err := validDevnetURL(c.DevnetURL, c.ChainRPC); err != nil {
 		errs = append(errs, err)

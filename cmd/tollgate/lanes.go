@@ -12,19 +12,19 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/service/lanes"
-	"github.com/tollgate/tollgate/store"
 )
 
 // lanesCmd runs `tollgate lanes import FILE`: reads closes from a JSONL or
 // CSV file and stores them in the data dir's store, all or nothing.
 func lanesCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "import" {
-		return errors.New("usage: tollgate lanes import [--data-dir DIR] [--format jsonl|csv] FILE")
+		return errors.New("usage: tollgate lanes import [--data-dir DIR | --database URL] [--format jsonl|csv] FILE")
 	}
 	fs := flag.NewFlagSet("lanes import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
 		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
+	database := fs.String("database", getenv("TOLLGATE_DATABASE"), databaseUsage)
 	format := fs.String("format", "", "jsonl or csv; empty: from the file name (.jsonl, .csv)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -45,9 +45,9 @@ func lanesCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("%s: %w; nothing was imported", path, err)
 	}
-	db, err := store.OpenSQLite(ctx, *dataDir)
+	db, where, err := openStore(ctx, *database, *dataDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("store %s: %w", where, err)
 	}
 	defer db.Close()
 	inserted, dups, err := db.ImportCloses(ctx, closes)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,9 +22,9 @@ import (
 )
 
 const ledgerUsage = `usage:
-  tollgate ledger list      [--data-dir DIR] [--state S] [--since T] [--payer 0x...]
-  tollgate ledger export    [--data-dir DIR] [--state S] [--since T] [--payer 0x...]   (CSV on stdout)
-  tollgate ledger reconcile [--data-dir DIR] --chain-rpc URL [--pay-to 0x...]
+  tollgate ledger list      [--data-dir DIR | --database URL] [--state S] [--since T] [--payer 0x...]
+  tollgate ledger export    [--data-dir DIR | --database URL] [--state S] [--since T] [--payer 0x...]   (CSV on stdout)
+  tollgate ledger reconcile [--data-dir DIR | --database URL] --chain-rpc URL [--pay-to 0x...]
 T is an RFC 3339 time or a duration back from now (24h); S is verified, pending, settled, failed or released.`
 
 // ledgerCmd runs `tollgate ledger list|export|reconcile`: the operator's
@@ -37,6 +38,7 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
 		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
+	database := fs.String("database", getenv("TOLLGATE_DATABASE"), databaseUsage)
 	var filter store.Filter
 	var since string
 	var chainRPC, payTo *string
@@ -67,9 +69,9 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if filter.Payer != "" && !common.IsHexAddress(filter.Payer) {
 		return fmt.Errorf("--payer %q is not an address", filter.Payer)
 	}
-	db, err := store.OpenSQLite(ctx, *dataDir)
+	db, where, err := openStore(ctx, *database, *dataDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("store %s: %w", where, err)
 	}
 	defer db.Close()
 	d, bound, err := db.Deployment(ctx)
@@ -77,7 +79,7 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if bound {
-		fmt.Fprintf(stderr, "store %s: ledger of %s\n", *dataDir, d)
+		fmt.Fprintf(stderr, "store %s: ledger of %s\n", where, d)
 	}
 	switch sub {
 	case "list":
@@ -95,6 +97,40 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	default:
 		return reconcileOnce(ctx, db, *chainRPC, *payTo, stdout, stderr)
 	}
+}
+
+// databaseUsage documents --database wherever the store is opened.
+const databaseUsage = "PostgreSQL URL of the store (postgres://user:password@host:5432/db?sslmode=...), shared by every replica; empty: SQLite in the data dir"
+
+// validDatabase checks a --database value: empty or a postgres:// URL.
+// Errors name the host only: the URL may hold a password.
+func validDatabase(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("--database: not a URL (want postgres://user:password@host:5432/db)")
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" || u.Host == "" && u.Query().Get("host") == "" {
+		return fmt.Errorf("--database %s: want postgres://user:password@host:5432/db", redactURL(raw))
+	}
+	return nil
+}
+
+// openStore opens the store: PostgreSQL when database is set, else SQLite
+// in dataDir. where names it for messages, without credentials.
+func openStore(ctx context.Context, database, dataDir string) (db *store.DB, where string, err error) {
+	if database == "" {
+		db, err = store.OpenSQLite(ctx, dataDir)
+		return db, dataDir, err
+	}
+	where = redactURL(database)
+	if err := validDatabase(database); err != nil {
+		return nil, where, err
+	}
+	db, err = store.OpenPostgres(ctx, database)
+	return db, where, err
 }
 
 // serveDataDir is the store serve would use under getenv:
@@ -173,7 +209,7 @@ func writeCSV(w io.Writer, recs []payment.Record) error {
 
 // reconcileOnce runs the reconciler once over the data dir's ledger
 // against the chain at rpcURL and prints what it resolved.
-func reconcileOnce(ctx context.Context, db *store.SQLite, rpcURL, payTo string, stdout, stderr io.Writer) error {
+func reconcileOnce(ctx context.Context, db *store.DB, rpcURL, payTo string, stdout, stderr io.Writer) error {
 	if rpcURL == "" {
 		return errors.New("ledger reconcile: --chain-rpc (or TOLLGATE_CHAIN_RPC) is required")
 	}

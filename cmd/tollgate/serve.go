@@ -111,7 +111,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	cleanups = append(cleanups, pay.close)
-	ledger, err := openLedger(ctx, cfg.DataDir, pay.deployment(), logger)
+	ledger, err := openLedger(ctx, cfg.Database, cfg.DataDir, pay.deployment(), logger)
 	if err != nil {
 		return err
 	}
@@ -412,19 +412,21 @@ func (p *payments) deployment() store.Deployment {
 	return store.Deployment{Mode: p.mode, Network: p.gateConfig.Network, Asset: p.gateConfig.Asset.Hex(), Genesis: p.genesis.Hex()}
 }
 
-// openLedger opens the store of dir for deployment d. A store of another
-// deployment is refused, except that a devnet restart (a new chain) puts
-// the previous run's database aside in dir/previous, replacing the one
-// there, and starts an empty ledger: revenue of a chain that no longer
-// exists is never shown (docs/payments.md "Ledger").
-func openLedger(ctx context.Context, dir string, d store.Deployment, logger *slog.Logger) (*store.SQLite, error) {
-	db, err := store.OpenSQLite(ctx, dir)
+// openLedger opens the store (PostgreSQL at database, else SQLite in dir)
+// for deployment d. A store of another deployment is refused, except that
+// a devnet restart (a new chain) on SQLite puts the previous run's
+// database aside in dir/previous, replacing the one there, and starts an
+// empty ledger: revenue of a chain that no longer exists is never shown
+// (docs/payments.md "Ledger"). A shared PostgreSQL database is never put
+// aside by a replica: the operator gives a new devnet run a new database.
+func openLedger(ctx context.Context, database, dir string, d store.Deployment, logger *slog.Logger) (*store.DB, error) {
+	db, where, err := openStore(ctx, database, dir)
 	if err != nil {
-		return nil, fmt.Errorf("ledger %s: %w", dir, err)
+		return nil, fmt.Errorf("ledger %s: %w", where, err)
 	}
 	err = db.Bind(ctx, d)
 	var m *store.MismatchError
-	if errors.As(err, &m) && m.PreviousDevnetRun() {
+	if errors.As(err, &m) && m.PreviousDevnetRun() && database == "" {
 		db.Close()
 		prev := filepath.Join(dir, "previous")
 		if err := store.MoveSQLite(dir, prev); err != nil {
@@ -438,6 +440,9 @@ func openLedger(ctx context.Context, dir string, d store.Deployment, logger *slo
 	}
 	if err != nil {
 		db.Close()
+		if database != "" {
+			return nil, fmt.Errorf("ledger %s (--database): %w", where, err)
+		}
 		return nil, fmt.Errorf("ledger %s (--data-dir): %w", dir, err)
 	}
 	return db, nil
