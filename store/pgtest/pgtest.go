@@ -180,8 +180,8 @@ func (c *cluster) startIn(bin string) error {
 		shellQuote(filepath.Join(bin, "pg_ctl")) + " stop -m immediate -D " + shellQuote(data) + " >/dev/null 2>&1",
 		"rm -rf " + shellQuote(dir),
 	}, "; ")
-	watcher := run("/bin/sh", "-c", script)
-	watcher.Path = "/bin/sh"
+	watcher := exec.Command("/bin/sh", "-c", script)
+	watcher.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	watcher.Stdin = r
 	if err := watcher.Start(); err != nil {
 		w.Close()
