@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -55,6 +56,9 @@ func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
 	return &DB{db: db, e: sqlite}, nil
 }
 
+// maxConns is the most connections one store opens to PostgreSQL.
+const maxConns = 20
+
 // migrationLock is the key of the PostgreSQL advisory lock held while
 // migrations run (any constant shared by every replica; this one spells
 // "tollgate" in ASCII).
@@ -71,7 +75,12 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("store: database URL: %w", err)
 	}
 	db := stdlib.OpenDB(*cfg)
-	db.SetMaxIdleConns(8)
+	// A bounded pool per replica: three replicas stay well under
+	// PostgreSQL's default max_connections (100), and a burst of paid
+	// calls queues for a connection rather than failing to get one.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns / 2)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := migratePostgres(ctx, db); err != nil {
 		db.Close()
 		return nil, err

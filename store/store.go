@@ -493,6 +493,11 @@ func (s *DB) ImportCloses(ctx context.Context, closes []lanes.Close) (inserted, 
 	}
 	defer tx.Rollback()
 	now := time.Now().UTC().Format(timeFormat)
+	// By id, so that two imports sharing closes take their rows in the same
+	// order and never deadlock on PostgreSQL (stable: the first of two
+	// closes with one id in a file is the one stored).
+	closes = slices.Clone(closes)
+	slices.SortStableFunc(closes, func(a, b lanes.Close) int { return strings.Compare(a.ID, b.ID) })
 	for _, c := range closes {
 		closed := c.ClosedAt.UTC().Format(timeFormat)
 		res, err := tx.ExecContext(ctx, `INSERT INTO lane_closes (id, lane, closed_at, imported_at) VALUES ($1, $2, $3, $4)

@@ -445,6 +445,9 @@ func openLedger(ctx context.Context, database, dir string, d store.Deployment, l
 		}
 		return nil, fmt.Errorf("ledger %s (--data-dir): %w", dir, err)
 	}
+	if database != "" {
+		logger.Info("ledger on PostgreSQL, shared by the replicas of this deployment", "database", where)
+	}
 	return db, nil
 }
 
