@@ -54,19 +54,24 @@ var shared cluster
 // when RequireEnv is 1.
 func URL(t testing.TB) string {
 	t.Helper()
-	shared.once.Do(shared.start)
-	if shared.missing {
+	return shared.database(t)
+}
+
+func (c *cluster) database(t testing.TB) string {
+	t.Helper()
+	c.once.Do(c.start)
+	if c.missing {
 		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("PostgreSQL is required (%s=1): %v", RequireEnv, shared.err)
+			t.Fatalf("PostgreSQL is required (%s=1): %v", RequireEnv, c.err)
 		}
-		t.Skipf("PostgreSQL not installed (%v): install Debian's postgresql package to run this test", shared.err)
+		t.Skipf("PostgreSQL not installed (%v): install Debian's postgresql package to run this test", c.err)
 	}
-	if shared.err != nil {
-		t.Fatalf("PostgreSQL test cluster: %v", shared.err)
+	if c.err != nil {
+		t.Fatalf("PostgreSQL test cluster: %v", c.err)
 	}
 	ctx := context.Background()
-	name := fmt.Sprintf("test_%d_%d", os.Getpid(), shared.dbs.Add(1))
-	admin, err := pgx.Connect(ctx, shared.url("postgres"))
+	name := fmt.Sprintf("test_%d_%d", os.Getpid(), c.dbs.Add(1))
+	admin, err := pgx.Connect(ctx, c.url("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +80,7 @@ func URL(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		admin, err := pgx.Connect(ctx, shared.url("postgres"))
+		admin, err := pgx.Connect(ctx, c.url("postgres"))
 		if err != nil {
 			t.Error(err)
 			return
@@ -85,7 +90,7 @@ func URL(t testing.TB) string {
 			t.Error(err)
 		}
 	})
-	return shared.url(name)
+	return c.url(name)
 }
 
 func (c *cluster) url(db string) string {
