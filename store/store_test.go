@@ -470,6 +470,32 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 			t.Errorf("key %d: %d claims won", k, n)
 		}
 	}
+	// A released claim is taken over by one of many racing claimers.
+	released, err := replicas[0].Claim(ctx, rec("0xc0"), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replicas[1].Finish(ctx, withState(released, payment.StateReleased)); err != nil {
+		t.Fatal(err)
+	}
+	var takeovers atomic.Int64
+	for i := range racers {
+		wg.Go(func() {
+			r, err := replicas[i%2].Claim(ctx, rec("0xc0"), time.Now().Add(-time.Hour))
+			switch {
+			case err == nil && r.PrevState == payment.StateReleased:
+				takeovers.Add(1)
+			case err == nil:
+				t.Errorf("a claim won without taking over the released one: %+v", r)
+			case !errors.Is(err, payment.ErrClaimed):
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := takeovers.Load(); n != 1 {
+		t.Errorf("%d claimers took over one released claim", n)
+	}
 	for r := range won {
 		for i := range 4 { // the holder and three late resolvers, on both replicas
 			wg.Go(func() {
