@@ -1,7 +1,6 @@
 package devnet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,9 +178,7 @@ func devnetCall(ctx context.Context, httpc *http.Client, method, url, path strin
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s %s: HTTP %d %q: not a Tollgate devnet", method, where, resp.StatusCode, trim(body))
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("%s %s: not a Tollgate devnet's answer: %w", method, where, err)
 	}
 	return nil

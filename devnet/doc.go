@@ -31,6 +31,17 @@
 //     clock, as Base's 2 s blocks would be, so eth_call sees a current
 //     block.timestamp.
 //
+// # A shared devnet
+//
+// Beside JSON-RPC, on the same port, a devnet serves its Description at
+// DescriptionPath (chain id, genesis, the token and its EIP-712 domain,
+// the accounts' roles, the scenario contracts and the exchange) and hands
+// out gas accounts at GasAccountPath, one per server's facilitator. Run
+// alone (`tollgate devnet`), it is the one chain of several servers
+// (`tollgate serve --devnet-url`), which read the description, check it
+// against the chain (Description.Check) and claim a gas account
+// (ClaimGas) instead of assuming Base's USDC.
+//
 // Production code never imports devnet: the facilitator and the chain
 // readers reach it through its JSON-RPC endpoint like any node. Only cmd
 // (devnet mode) and tests start it.
