@@ -25,13 +25,15 @@ type engine struct {
 	// time.
 	forUpdate string
 	// types maps the column types of the migrations, written for SQLite,
-	// to the engine's.
+	// to the engine's. On PostgreSQL text compares and sorts bytewise
+	// (COLLATE "C"), as SQLite's BINARY does, whatever the database's
+	// locale: listings come out in the same order on both.
 	types *strings.Replacer
 }
 
 var (
 	sqlite   = engine{name: "sqlite", types: strings.NewReplacer()}
-	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", types: strings.NewReplacer(" BLOB", " BYTEA")}
+	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
 )
 
 // ddl returns a migration statement in the engine's types.
