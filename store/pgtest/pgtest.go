@@ -160,17 +160,25 @@ func (c *cluster) startIn(bin string) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
-	if c.port, err = freePort(); err != nil {
-		os.RemoveAll(dir)
-		return err
-	}
-	// Durability is not what these tests are about: fsync off.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
-		c.port, dir)
-	if out, err := run("pg_ctl", "start", "-w", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		os.RemoveAll(dir)
-		return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+	// The port is free when chosen, not necessarily when the server binds
+	// it: another process may take it in between, so try a few.
+	for attempt := 1; ; attempt++ {
+		if c.port, err = freePort(); err != nil {
+			os.RemoveAll(dir)
+			return err
+		}
+		// Durability is not what these tests are about: fsync off.
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
+			c.port, dir)
+		out, err := run("pg_ctl", "start", "-w", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput()
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			os.RemoveAll(dir)
+			return fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+		}
 	}
 	// The watcher: reads its stdin until the test process (the only
 	// holder of the pipe's other end) exits, then stops the cluster and
