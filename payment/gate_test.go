@@ -32,7 +32,7 @@ import (
 type world struct {
 	chain   *devnet.Chain
 	client  *ethclient.Client
-	ledger  *store.SQLite
+	ledger  *store.DB
 	local   *payment.Local
 	audit   *payment.Auditor
 	gate    *payment.Gate
@@ -53,7 +53,7 @@ func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
 // wrapped around the real ones, the gate's clock and its logger.
 type worldOptions struct {
 	facilitator func(*payment.Local) payment.Facilitator
-	ledger      func(*store.SQLite) payment.Ledger
+	ledger      func(*store.DB) payment.Ledger
 	now         func() time.Time
 	logger      *slog.Logger
 }

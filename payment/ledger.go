@@ -68,8 +68,8 @@ var (
 	ErrLostClaim = errors.New("payment: claim no longer held")
 )
 
-// Ledger stores payments durably. The gate declares it; *store.SQLite
-// implements it (and a PostgreSQL store with the same SQL can).
+// Ledger stores payments durably. The gate declares it; *store.DB
+// implements it on SQLite or PostgreSQL.
 //
 // Two kinds of writes: Finish records what a request holding the claim
 // decided (guarded by its claim id), Resolve records what the chain

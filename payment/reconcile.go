@@ -11,7 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-// Book is what the reconciler needs of the ledger; *store.SQLite provides
+// Book is what the reconciler needs of the ledger; *store.DB provides
 // it.
 type Book interface {
 	// Unresolved returns up to limit payments still verified or pending,

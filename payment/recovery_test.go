@@ -200,7 +200,7 @@ func TestChargedButUnrecordedIsServed(t *testing.T) {
 			failing := &failingSettledWrites{}
 			failing.failures.Store(1)
 			w := newWorldWith(t, worldOptions{
-				ledger: func(l *store.SQLite) payment.Ledger { failing.Ledger = l; return failing },
+				ledger: func(l *store.DB) payment.Ledger { failing.Ledger = l; return failing },
 				now:    func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
 			})
 			before := w.balance(t, w.payTo)

@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate/tollgate/service/lanes"
 )
 
-// Tape is the operator's trade tape; *store.SQLite provides it.
+// Tape is the operator's trade tape; *store.DB provides it.
 type Tape interface {
 	Lanes(ctx context.Context) ([]lanes.Lane, error)
 	ImportCloses(ctx context.Context, closes []lanes.Close) (inserted, duplicates int, err error)

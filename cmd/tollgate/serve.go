@@ -212,7 +212,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "mode", pay.mode, "candles", candleSource.Name,
 		"pay_to", pay.terms.PayTo, "facilitator", pay.terms.Facilitator, "version", buildVersion())
 	if pay.banner != "" {
-		logger.Warn("DEVNET: in-process test chain; payments are not real money")
+		logger.Warn("DEVNET: a test chain; payments are not real money")
 		fmt.Fprint(os.Stderr, pay.banner)
 	}
 	allowedBy := "devnet mode"
@@ -481,7 +481,7 @@ func facilitatorKey(cfg *config) (string, error) {
 // ledger's unresolved payments to /metrics (USD).
 type gateCounters struct {
 	gate   *payment.Gate
-	ledger *store.SQLite
+	ledger *store.DB
 }
 
 func (g gateCounters) Unresolved(ctx context.Context) (int, time.Time, error) {
