@@ -1,5 +1,6 @@
 // Package store keeps Tollgate's durable state in SQL: the payment ledger
-// (payment.Ledger) and the lanes tape (closes by id), with other tables as
+// (payment.Ledger), the lanes tape (closes by id), the leases of work one
+// replica does for all and the whale snapshot (lease.go), with other tables as
 // their consumers arrive. One type, [DB], runs on two engines: the
 // embedded SQLite database of one process ([OpenSQLite]) and PostgreSQL,
 // shared by replicas ([OpenPostgres]). Both run the same statements ($n
@@ -84,6 +85,20 @@ var migrations = [][]string{
 		genesis    TEXT NOT NULL,
 		created_at TEXT NOT NULL
 	)`},
+	// Work one replica does for all (lease.go): leases by name, and the
+	// whale scan's latest snapshot, one row.
+	5: {
+		`CREATE TABLE leases (
+			name       TEXT PRIMARY KEY,
+			holder     TEXT NOT NULL,
+			expires_at TEXT NOT NULL
+		)`,
+		`CREATE TABLE whale_snapshots (
+			id       INTEGER PRIMARY KEY CHECK (id = 1),
+			taken_at TEXT NOT NULL,
+			body     BLOB NOT NULL
+		)`,
+	},
 }
 
 // execer is a *sql.DB or one of its connections.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -156,7 +157,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
-	go scanner.Run(ctx)
+	whaleSrc := startWhales(ctx, scanner, ledger, cfg.Database != "", logger)
 	if pay.mode == "devnet" { // a sample tape so /lanes has content; idempotent by close id
 		if _, _, err := ledger.ImportCloses(ctx, devnetTape()); err != nil {
 			return fmt.Errorf("devnet sample tape: %w", err)
@@ -175,7 +176,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: scanner, Tape: ledger, Model: model, Equities: equities, Log: logger}))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: whaleSrc, Tape: ledger, Model: model, Equities: equities, Log: logger}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	tollgatev1.RegisterLaneServiceServer(grpcSrv, service.NewLaneServer(ledger)) // private listener only: no REST route
 	healthSrv := health.NewServer()
@@ -251,6 +252,22 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return serveErr
 	}
 	return nil
+}
+
+// startWhales starts the whale scan. One process on SQLite scans as it
+// always did, in memory. Replicas sharing PostgreSQL scan one at a time
+// under a store lease and answer from the snapshot it writes there
+// (docs/storage.md "Work done once").
+func startWhales(ctx context.Context, scanner *whales.Scanner, db *store.DB, shared bool, logger *slog.Logger) service.Whales {
+	if !shared {
+		go scanner.Run(ctx)
+		return scanner
+	}
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rand.Uint64())
+	s := whales.NewShared(scanner, db, holder, logger.With("component", "whales"))
+	go s.Run(ctx)
+	return s
 }
 
 // whaleConfig is the whale scan of the deployment: the flags, else the

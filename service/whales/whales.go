@@ -3,6 +3,7 @@
 // and liquidity removals incrementally from the last scanned block, and
 // the rules (rules.go, docs/rules.md) that turn them into ranked wallets.
 // Requests never touch the chain: they read the last completed snapshot.
+// Replicas sharing a store run one scan between them ([Shared]).
 package whales
 
 import (
