@@ -197,10 +197,10 @@ func (d *Discovery) GetX402Discovery(context.Context, *tollgatev1.GetX402Discove
 
 // GetMetrics implements tollgatev1.DiscoveryServiceServer: per paid
 // endpoint and in total, challenges (402s sent for a missing payment),
-// paid (settled, from the ledger), conversion (the share of priced
-// requests that were paid, paid / (paid + challenges), so never above 1
-// whether or not payers asked for a 402 first) and revenue; and the
-// payments whose settlement is unresolved.
+// paid (settled, from the ledger), conversion (paid / challenges, the
+// share of challenges that turned into payments, capped at 1 when payers
+// pay without asking for a 402 first: paid / max(challenges, paid)) and
+// revenue; and the payments whose settlement is unresolved.
 func (d *Discovery) GetMetrics(ctx context.Context, _ *tollgatev1.GetMetricsRequest) (*tollgatev1.GetMetricsResponse, error) {
 	counts := map[string]OpCounters{}
 	if d.counters != nil {
@@ -245,7 +245,7 @@ func endpointCounters(name string, c OpCounters) *tollgatev1.EndpointCounters {
 	out := &tollgatev1.EndpointCounters{
 		Name: name, Challenges: uint32(min(c.Challenges, 1<<32-1)), Paid: uint32(min(c.Paid, 1<<32-1)), RevenueUsd: revenue,
 	}
-	if n := c.Paid + c.Challenges; n > 0 {
+	if n := max(c.Paid, c.Challenges); n > 0 {
 		out.Conversion = wrapperspb.Double(float64(c.Paid) / float64(n))
 	}
 	return out

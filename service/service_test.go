@@ -231,8 +231,8 @@ func (f fixedCounters) Unresolved(context.Context) (int, time.Time, error) {
 	return f.unresolved, f.oldest, nil
 }
 
-// TestMetricsConversion: conversion is the share of priced requests that
-// were paid, never above 1, even when payers paid without a 402 first;
+// TestMetricsConversion: conversion is paid / challenges, capped at 1 when
+// payers pay without a 402 first (paid / max(challenges, paid));
 // unresolved settlements are counted with the age of the oldest.
 func TestMetricsConversion(t *testing.T) {
 	t.Parallel()
@@ -258,13 +258,13 @@ func TestMetricsConversion(t *testing.T) {
 	if c := got["regime"].GetConversion(); c == nil || c.GetValue() != 1 {
 		t.Errorf("regime conversion %v, want 1", c)
 	}
-	if c := got["candles"].GetConversion(); c == nil || c.GetValue() != 0.25 {
-		t.Errorf("candles conversion %v, want 0.25", c)
+	if c := got["candles"].GetConversion(); c == nil || c.GetValue() != 1.0/3 {
+		t.Errorf("candles conversion %v, want 1/3", c)
 	}
 	if got["whales"].GetConversion() != nil {
 		t.Errorf("whales conversion %v, want null before any call", got["whales"].GetConversion())
 	}
-	if c := m.GetTotals().GetConversion().GetValue(); c != 8.0/11 || m.GetTotals().GetRevenueUsd() != "0.37" {
+	if c := m.GetTotals().GetConversion().GetValue(); c != 1 || m.GetTotals().GetRevenueUsd() != "0.37" {
 		t.Errorf("totals %v", m.GetTotals())
 	}
 	s := m.GetSettlements()

@@ -1811,8 +1811,9 @@ type EndpointCounters struct {
 	Challenges uint32 `protobuf:"varint,2,opt,name=challenges,proto3" json:"challenges,omitempty"`
 	// Paid calls settled.
 	Paid uint32 `protobuf:"varint,3,opt,name=paid,proto3" json:"paid,omitempty"`
-	// Share of the priced requests that were paid: paid / (paid +
-	// challenges), between 0 and 1, or null before the first of either.
+	// Share of challenges that turned into payments: paid / challenges,
+	// capped at 1 when payers pay without a 402 first (paid / max(challenges,
+	// paid)), or null before the first of either.
 	Conversion *wrapperspb.DoubleValue `protobuf:"bytes,4,opt,name=conversion,proto3" json:"conversion,omitempty"`
 	// Settled revenue in USD, exact decimal.
 	RevenueUsd    string `protobuf:"bytes,5,opt,name=revenue_usd,json=revenueUsd,proto3" json:"revenue_usd,omitempty"`
