@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,13 +13,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/ethclient"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
@@ -69,56 +64,7 @@ func startDevnetCmd(t *testing.T) string {
 // in-process chain) until the end of the test.
 func serveOnDevnet(t *testing.T, devnetURL, dataDir string) (*served, error) {
 	t.Helper()
-	var ls listeners
-	for _, l := range []*net.Listener{&ls.http, &ls.grpc} {
-		var err error
-		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := "http://" + ls.http.Addr().String()
-	fs, cfg := newServeFlags(envOf(nil))
-	if err := fs.Parse([]string{"--public-url", base, "--data-dir", dataDir, "--devnet-url", devnetURL}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serveOn(ctx, cfg, slog.New(slog.DiscardHandler), ls) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		select {
-		case err := <-done:
-			cancel()
-			return nil, err
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server did not come up within 60 s")
-		}
-	}
-	conn, err := grpc.NewClient(ls.grpc.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	s := &served{base: base, conn: conn, stop: func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		conn.Close()
-		cancel()
-		return <-done
-	}}
-	t.Cleanup(func() { _ = s.stop() })
-	return s, nil
+	return serveFor(t, []string{"--data-dir", dataDir, "--devnet-url", devnetURL}, nil)
 }
 
 // TestSharedDevnet: two servers on one `tollgate devnet`, each with its

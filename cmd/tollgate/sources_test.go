@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,8 +142,8 @@ func serveFor(t testing.TB, args []string, env map[string]string) (*served, erro
 	t.Helper()
 	var ls listeners
 	binds := []*net.Listener{&ls.http, &ls.grpc}
-	if env["TOLLGATE_FACILITATOR_KEY"] == "" {
-		binds = append(binds, &ls.devnet)
+	if env["TOLLGATE_FACILITATOR_KEY"] == "" && !slices.Contains(args, "--devnet-url") {
+		binds = append(binds, &ls.devnet) // the in-process chain's
 	}
 	for _, l := range binds {
 		var err error
