@@ -5,6 +5,7 @@ import (
 	"math/big"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 )
 
 // Requirement is what the gate asks for one paid operation: the exact-EVM
@@ -55,6 +56,11 @@ type Settlement struct {
 	Message string
 	Tx      common.Hash
 	Payer   common.Address
+	// Receipt is Tx's receipt as the facilitator read it from the chain
+	// itself (the in-process *Local); the gate then checks it in memory
+	// instead of fetching it again. A remote facilitator's word carries
+	// none: its settlement is confirmed by reading the chain.
+	Receipt *types.Receipt
 }
 
 // Facilitator verifies and settles payments. *Local does it itself on a

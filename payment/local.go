@@ -345,7 +345,7 @@ func (l *Local) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlem
 	case got.rcpt.Status != types.ReceiptStatusSuccessful:
 		s.Reason, s.Message = ReasonTransactionFailed, l.whyReverted(ctx, p, r, data, got)
 	default:
-		s.Success = true
+		s.Success, s.Receipt = true, got.rcpt
 	}
 	return s, nil
 }
