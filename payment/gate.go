@@ -403,7 +403,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		}
 		// An earlier attempt may have paid (the nonce is then "used"), or
 		// the payer may have canceled it: only the chain can say.
-		f, err := g.audit.Find(ctx, transfer(req, p), rec.CreatedAt)
+		f, err := g.find(ctx, req, p, rec)
 		switch {
 		case err != nil:
 			g.finish(ctx, rec, StatePending, rec.PrevTx, ReasonUnexpectedSettle)
@@ -603,7 +603,7 @@ func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, req *Requirement,
 	case existing.State == StateSettled:
 		g.challenge(w, req, &VerifyError{Reason: ReasonAuthorizationReplayed, Message: "this authorization already paid for " + existing.Resource, Payer: existing.Payer})
 	case (existing.State == StateVerified || existing.State == StatePending) && g.audit != nil:
-		f, err := g.audit.Find(ctx, transfer(req, p), existing.CreatedAt)
+		f, err := g.find(ctx, req, p, existing)
 		switch {
 		case err != nil:
 			g.logger.ErrorContext(ctx, "chain lookup failed", "payer", existing.Payer, "nonce", existing.Nonce, "err", err)
