@@ -443,7 +443,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	done := withOutcome(rec, StateSettled, paidTx.Hex(), "")
 	done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
 	fctx, fcancel := context.WithTimeout(base, 5*time.Second)
-	err = g.ledger.Resolve(fctx, done)
+	answer, err := g.recordAnswer(fctx, done)
 	fcancel()
 	if err != nil {
 		// Settled on chain but not recorded: the body is not released
@@ -454,7 +454,28 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		return
 	}
 	g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", paidTx.Hex())
+	if answer != nil {
+		g.deliver(w, req, p, answer.Tx, answer.ContentType, http.StatusOK, answer.Response, nil)
+		return
+	}
 	g.deliver(w, req, p, paidTx.Hex(), buf.header.Get("Content-Type"), buf.status, buf.body.Bytes(), buf.header)
+}
+
+// recordAnswer stores a settlement with its response. When another request
+// stored a response for the same payment first (a retry on another
+// replica that found the transfer on chain), that one is the answer and
+// is returned, so that one payment is never answered with two different
+// bodies; otherwise answer is nil and done's response is the answer.
+func (g *Gate) recordAnswer(ctx context.Context, done Record) (answer *Record, err error) {
+	err = g.ledger.Resolve(ctx, done)
+	if !errors.Is(err, ErrAnswered) {
+		return nil, err
+	}
+	stored, err := g.ledger.Lookup(ctx, done)
+	if err != nil {
+		return nil, err
+	}
+	return &stored, nil
 }
 
 // settle asks the facilitator to settle and establishes the outcome on
@@ -637,9 +658,14 @@ func (g *Gate) serveOwed(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return
 	}
 	done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
-	if err := g.ledger.Resolve(ctx, done); err != nil {
+	answer, err := g.recordAnswer(ctx, done)
+	if err != nil {
 		g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
 		writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		return
+	}
+	if answer != nil {
+		g.deliver(w, req, p, answer.Tx, answer.ContentType, http.StatusOK, answer.Response, nil)
 		return
 	}
 	g.logger.InfoContext(ctx, "settled payment served on retry", "payer", rec.Payer, "nonce", rec.Nonce, "tx", tx.Hex())

@@ -66,6 +66,11 @@ var (
 	// ErrLostClaim means another request took the claim over, or the
 	// record is already settled.
 	ErrLostClaim = errors.New("payment: claim no longer held")
+	// ErrAnswered means a settlement with a response was recorded while
+	// another request's response for the same transaction was stored
+	// first: the stored one is the payment's answer (Lookup reads it), so
+	// that one payment never gets two different bodies.
+	ErrAnswered = errors.New("payment: settled and answered by another request")
 )
 
 // Ledger stores payments durably. The gate declares it; *store.DB
@@ -90,9 +95,10 @@ type Ledger interface {
 	// Resolve records an outcome established on chain, whatever claim
 	// holds the key: StateSettled (with the real transaction hash; idempotent
 	// for the same hash, and it keeps the first stored response, filling
-	// one in if none is stored yet; the totals count it once) from any
-	// unsettled state, or StateFailed from verified or pending only. Else
-	// ErrLostClaim.
+	// one in if none is stored yet, or returning ErrAnswered when rec
+	// brings a response and another is stored; the totals count it once)
+	// from any unsettled state, or StateFailed from verified or pending
+	// only. Else ErrLostClaim.
 	Resolve(ctx context.Context, rec Record) error
 	// Lookup returns the record of rec's key, or ErrNotFound.
 	Lookup(ctx context.Context, rec Record) (Record, error)

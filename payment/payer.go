@@ -42,40 +42,36 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 	if first.status != http.StatusPaymentRequired {
 		return &PaidResult{Status: first.status, Body: first.body}, nil
 	}
-	req, chainID, networkV1, err := p.requirement(first)
+	pay, err := p.sign(first)
 	if err != nil {
 		return nil, err
 	}
-	a := Authorization{
-		From:        crypto.PubkeyToAddress(p.Key.PublicKey),
-		To:          common.HexToAddress(req.PayTo),
-		ValidAfter:  big.NewInt(time.Now().Add(-10 * time.Minute).Unix()),
-		ValidBefore: big.NewInt(time.Now().Add(time.Duration(req.MaxTimeoutSeconds) * time.Second).Unix()),
-	}
-	var ok bool
-	if a.Value, ok = new(big.Int).SetString(req.Amount, 10); !ok {
-		return nil, fmt.Errorf("pay: amount %q is not an integer", req.Amount)
-	}
-	if p.MaxAmount != nil && a.Value.Cmp(p.MaxAmount) > 0 {
-		return nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", a.Value, p.MaxAmount)
-	}
-	if _, err := rand.Read(a.Nonce[:]); err != nil {
-		return nil, err
-	}
-	d := Domain{Name: req.Extra.Name, Version: req.Extra.Version, ChainID: big.NewInt(chainID), VerifyingContract: common.HexToAddress(req.Asset)}
-	sig, err := d.Sign(a, p.Key)
+	return p.Send(ctx, url, pay)
+}
+
+// SignedPayment is a signed payment header: one payment, which may be sent
+// more than once (a retry) and to more than one server.
+type SignedPayment struct {
+	Header, Value string
+	Authorization Authorization // what Value carries
+}
+
+// Sign fetches url, which must answer 402, and signs a payment for it
+// without sending it.
+func (p *Payer) Sign(ctx context.Context, url string) (SignedPayment, error) {
+	first, err := p.do(ctx, url, "", "")
 	if err != nil {
-		return nil, err
+		return SignedPayment{}, err
 	}
-	header, err := EncodePayment(p.Version, req, networkV1, a, sig)
-	if err != nil {
-		return nil, err
+	if first.status != http.StatusPaymentRequired {
+		return SignedPayment{}, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
 	}
-	name := HeaderPaymentV2
-	if p.Version == 1 {
-		name = HeaderPaymentV1
-	}
-	second, err := p.do(ctx, url, name, header)
+	return p.sign(first)
+}
+
+// Send GETs url with pay and returns the answer and its settlement.
+func (p *Payer) Send(ctx context.Context, url string, pay SignedPayment) (*PaidResult, error) {
+	second, err := p.do(ctx, url, pay.Header, pay.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +86,50 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 		}
 	}
 	return out, nil
+}
+
+// sign answers the 402 first with a signed EIP-3009 authorization.
+func (p *Payer) sign(first *response) (SignedPayment, error) {
+	req, chainID, networkV1, err := p.requirement(first)
+	if err != nil {
+		return SignedPayment{}, err
+	}
+	return p.Authorize(req, chainID, networkV1)
+}
+
+// Authorize signs a payment of req, an exact-scheme requirement on chain
+// chainID (networkV1 names that network in a v1 payment), with a fresh
+// random nonce, valid for req's maxTimeoutSeconds.
+func (p *Payer) Authorize(req RequirementsV2, chainID int64, networkV1 string) (SignedPayment, error) {
+	a := Authorization{
+		From:        crypto.PubkeyToAddress(p.Key.PublicKey),
+		To:          common.HexToAddress(req.PayTo),
+		ValidAfter:  big.NewInt(time.Now().Add(-10 * time.Minute).Unix()),
+		ValidBefore: big.NewInt(time.Now().Add(time.Duration(req.MaxTimeoutSeconds) * time.Second).Unix()),
+	}
+	var ok bool
+	if a.Value, ok = new(big.Int).SetString(req.Amount, 10); !ok {
+		return SignedPayment{}, fmt.Errorf("pay: amount %q is not an integer", req.Amount)
+	}
+	if p.MaxAmount != nil && a.Value.Cmp(p.MaxAmount) > 0 {
+		return SignedPayment{}, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", a.Value, p.MaxAmount)
+	}
+	if _, err := rand.Read(a.Nonce[:]); err != nil {
+		return SignedPayment{}, err
+	}
+	d := Domain{Name: req.Extra.Name, Version: req.Extra.Version, ChainID: big.NewInt(chainID), VerifyingContract: common.HexToAddress(req.Asset)}
+	sig, err := d.Sign(a, p.Key)
+	if err != nil {
+		return SignedPayment{}, err
+	}
+	value, err := EncodePayment(p.Version, req, networkV1, a, sig)
+	if err != nil {
+		return SignedPayment{}, err
+	}
+	if p.Version == 1 {
+		return SignedPayment{Header: HeaderPaymentV1, Value: value, Authorization: a}, nil
+	}
+	return SignedPayment{Header: HeaderPaymentV2, Value: value, Authorization: a}, nil
 }
 
 // PaidResult is the outcome of Payer.Get.

@@ -546,3 +546,42 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// answeredFirst is a ledger where, just before the claim holder records
+// its settlement, another request (a retry on another replica that found
+// the transfer on chain) records the same settlement with its own answer.
+type answeredFirst struct {
+	payment.Ledger
+	once sync.Once
+}
+
+func (l *answeredFirst) Resolve(ctx context.Context, rec payment.Record) error {
+	if rec.State == payment.StateSettled && rec.Response != nil {
+		l.once.Do(func() {
+			other := rec
+			other.Response = []byte(`{"regime":"RANGE","answeredBy":"another replica"}`)
+			_ = l.Ledger.Resolve(ctx, other)
+		})
+	}
+	return l.Ledger.Resolve(ctx, rec)
+}
+
+// TestOnePaymentOneAnswer: when another request stored its answer to the
+// same settled payment first, the claim holder delivers that stored
+// answer, not its own: one payment never gets two different bodies.
+func TestOnePaymentOneAnswer(t *testing.T) {
+	t.Parallel()
+	first := &answeredFirst{}
+	w := newWorldWith(t, worldOptions{ledger: func(l *store.DB) payment.Ledger { first.Ledger = l; return first }})
+	before := w.balance(t, w.payTo)
+	h := signedHeader(t, w, 2, "/regime", nil)
+	status, hdr, body := get(t, w, "/regime", payment.HeaderPaymentV2, h)
+	const stored = `{"regime":"RANGE","answeredBy":"another replica"}`
+	if status != 200 || string(body) != stored {
+		t.Fatalf("%d %s, want the answer stored first", status, body)
+	}
+	checkPaidOnce(t, w, before, hdr.Get(payment.HeaderPaymentResponseV2))
+	if status, _, again := get(t, w, "/regime", payment.HeaderPaymentV2, h); status != 200 || string(again) != stored {
+		t.Errorf("retry: %d %s", status, again)
+	}
+}

@@ -290,7 +290,10 @@ func (s *DB) Resolve(ctx context.Context, rec payment.Record) error {
 		if !strings.EqualFold(existing.Tx, rec.Tx) {
 			return fmt.Errorf("store: payment already settled by %s, not %s", existing.Tx, rec.Tx)
 		}
-		if existing.Response != nil || rec.Response == nil {
+		switch {
+		case existing.Response != nil && rec.Response != nil && !bytes.Equal(existing.Response, rec.Response):
+			return payment.ErrAnswered // the first response stays the answer
+		case existing.Response != nil || rec.Response == nil:
 			return nil // recorded already
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE payments SET response = $1, content_type = $2, updated_at = $3

@@ -280,6 +280,13 @@ func testResolve(t *testing.T, e engine) {
 	if err := l.Finish(ctx, withTx(withState(held, payment.StateSettled), txA)); err != nil {
 		t.Fatalf("the claim holder's own record of the same settlement: %v", err)
 	}
+	// The holder's own response, recorded after the owed one: the first
+	// stays the payment's one answer.
+	mine := withTx(withState(held, payment.StateSettled), txA)
+	mine.Response, mine.ContentType = []byte(`{"mine":true}`), "application/json"
+	if err := l.Finish(ctx, mine); !errors.Is(err, payment.ErrAnswered) {
+		t.Errorf("a second, different response for one settlement: %v, want ErrAnswered", err)
+	}
 	if err := l.Resolve(ctx, withTx(withState(other, payment.StateSettled), txB)); err == nil {
 		t.Error("a second transaction settled one authorization")
 	}
