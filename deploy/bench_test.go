@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,8 +21,8 @@ import (
 
 // BenchmarkLoadBalancer measures the service through HAProxy with one
 // and with three replicas (PostgreSQL store, one devnet chain): 402
-// challenges per second, and paid calls per second with the p50 and p99
-// of one paid call (signed in advance: the time is the server's, from
+// challenges per second, and paid calls per second with 64 and 256 calls
+// in flight, with the p50 and p99 of one paid call (signed in advance: the time is the server's, from
 // the request to the settled answer). bench/scale-out runs it.
 //
 // The devnet seals at most one block a second and every paid call waits
@@ -53,45 +54,47 @@ func BenchmarkLoadBalancer(b *testing.B) {
 				})
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "challenges/s")
 			})
-			b.Run("paid", func(b *testing.B) {
-				s := newSigner(b, c, "/regime")
-				pays := make([]payment.SignedPayment, b.N)
-				for i := range pays {
-					pays[i] = s.sign(b)
-				}
-				var mu sync.Mutex
-				var took []time.Duration
-				var next int
-				b.SetParallelism(32)
-				b.ResetTimer()
-				start := time.Now()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						mu.Lock()
-						pay := pays[next]
-						next++
-						mu.Unlock()
-						t0 := time.Now()
-						res, err := s.payer.Send(context.Background(), c.lb+"/regime", pay)
-						d := time.Since(t0)
-						if err != nil || res.Status != http.StatusOK {
-							b.Errorf("paid /regime: %v %+v", err, res)
-							return
+			for _, inFlight := range []int{64, 256} {
+				b.Run(fmt.Sprintf("paid/in-flight=%d", inFlight), func(b *testing.B) {
+					s := newSigner(b, c, "/regime")
+					pays := make([]payment.SignedPayment, b.N)
+					for i := range pays {
+						pays[i] = s.sign(b)
+					}
+					var mu sync.Mutex
+					var took []time.Duration
+					var next int
+					b.SetParallelism(max(1, inFlight/runtime.GOMAXPROCS(0)))
+					b.ResetTimer()
+					start := time.Now()
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							mu.Lock()
+							pay := pays[next]
+							next++
+							mu.Unlock()
+							t0 := time.Now()
+							res, err := s.payer.Send(context.Background(), c.lb+"/regime", pay)
+							d := time.Since(t0)
+							if err != nil || res.Status != http.StatusOK {
+								b.Errorf("paid /regime: %v %+v", err, res)
+								return
+							}
+							mu.Lock()
+							took = append(took, d)
+							mu.Unlock()
 						}
-						mu.Lock()
-						took = append(took, d)
-						mu.Unlock()
+					})
+					elapsed := time.Since(start)
+					b.StopTimer()
+					slices.Sort(took)
+					if len(took) > 0 {
+						b.ReportMetric(float64(len(took))/elapsed.Seconds(), "paid/s")
+						b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+						b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 					}
 				})
-				elapsed := time.Since(start)
-				b.StopTimer()
-				slices.Sort(took)
-				if len(took) > 0 {
-					b.ReportMetric(float64(len(took))/elapsed.Seconds(), "paid/s")
-					b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-					b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
-				}
-			})
+			}
 		})
 	}
 }
