@@ -34,3 +34,22 @@ func PaidRoutes(cat *catalog.Catalog) []payment.Route {
 	}
 	return routes
 }
+
+// RouteOf returns the function naming a request's route for metrics: the
+// net/http pattern of the operation it matches ("GET /rugcheck/{addr}"),
+// or "other" for anything else (unknown paths, other methods), so that
+// label values stay bounded.
+func RouteOf(cat *catalog.Catalog) func(*http.Request) string {
+	mux := http.NewServeMux()
+	for _, op := range cat.Operations() {
+		for _, path := range op.Paths {
+			mux.Handle("GET "+servePattern(path), http.NotFoundHandler())
+		}
+	}
+	return func(r *http.Request) string {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			return pattern
+		}
+		return "other"
+	}
+}

@@ -23,6 +23,7 @@ type Requirement struct {
 	Resource     string   // absolute URL
 	Description  string
 	MimeType     string
+	Operation    string // the paid operation's name, for the metrics; not on the wire
 }
 
 // V2 returns r as an x402 v2 requirement.

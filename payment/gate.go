@@ -78,6 +78,8 @@ type GateConfig struct {
 	// Now is the clock authorizations are checked against; nil means
 	// time.Now.
 	Now func() time.Time
+	// Observer is told of each step of the payment funnel; nil: nobody.
+	Observer Observer
 }
 
 // Validate reports every problem of c at once.
@@ -111,6 +113,7 @@ type Gate struct {
 	logger      *slog.Logger
 	now         func() time.Time
 	base        string
+	obs         Observer
 }
 
 type route struct {
@@ -136,6 +139,9 @@ func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, audit *Aud
 		return nil, err
 	}
 	g := &Gate{cfg: cfg, facilitator: f, ledger: l, audit: audit, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/"), now: cfg.Now}
+	if g.obs = cfg.Observer; g.obs == nil {
+		g.obs = nopObserver{}
+	}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -216,16 +222,18 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		if header == "" || r.Method == http.MethodHead {
 			// HEAD is never charged: it would buy headers and no body.
 			rt.challenges.Add(1)
+			g.obs.Challenged(rt.Name)
 			g.unpaid(w, rt, g.base+r.URL.RequestURI())
 			return
 		}
+		g.obs.Presented(rt.Name)
 		req := g.requirement(rt, r)
 		p, err := DecodeHeader(header, version)
 		if err != nil {
 			// A header that is not a payment at all is a client bug: 400.
 			var ve *VerifyError
 			errors.As(err, &ve)
-			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
+			g.refuseJSON(w, req, http.StatusBadRequest, ve.Reason, ve.Message)
 			return
 		}
 		mismatch := g.match(p, req, r)
@@ -374,7 +382,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	}
 	if err != nil {
 		g.logger.ErrorContext(ctx, "ledger claim failed", "err", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+		g.refuseJSON(w, req, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
 		return
 	}
 	rec = claimed
@@ -389,7 +397,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 	if err != nil {
 		g.finish(ctx, rec, fallback, fallbackTx, ReasonUnexpectedVerify)
 		g.logger.ErrorContext(ctx, "facilitator verify failed", "op", rt.Name, "err", err)
-		writeJSONError(w, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
+		g.refuseJSON(w, req, http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
 		return
 	}
 	// paidTx is set when the chain already shows this authorization paying
@@ -408,7 +416,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		case err != nil:
 			g.finish(ctx, rec, StatePending, rec.PrevTx, ReasonUnexpectedSettle)
 			g.logger.ErrorContext(ctx, "chain lookup failed", "op", rt.Name, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-			writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+			g.failJSON(w, req, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
 			return
 		case f.Verdict == VerdictPaid:
 			paidTx = f.Tx
@@ -422,6 +430,7 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		}
 	}
 
+	g.obs.Verified(rt.Name)
 	buf := newBuffer()
 	next.ServeHTTP(buf, r)
 	if buf.status >= http.StatusBadRequest { // never charge for a failure
@@ -434,11 +443,14 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		return
 	}
 
+	var took time.Duration // settling; 0 when the chain showed it paid already
 	if paidTx == (common.Hash{}) {
+		start := time.Now()
 		var ok bool
 		if paidTx, ok = g.settle(w, base, rt, req, p, rec, unresolved); !ok {
 			return
 		}
+		took = time.Since(start)
 	}
 	done := withOutcome(rec, StateSettled, paidTx.Hex(), "")
 	done.Response, done.ContentType = buf.body.Bytes(), buf.header.Get("Content-Type")
@@ -450,14 +462,15 @@ func (g *Gate) serve(w http.ResponseWriter, r *http.Request, rt *route, req *Req
 		// unrecorded. A retry of the same payment finds the transfer on
 		// chain at once and is served.
 		g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", paidTx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		g.failJSON(w, req, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
 		return
 	}
 	g.logger.InfoContext(ctx, "payment settled", "op", rt.Name, "payer", rec.Payer, "amount", rec.Amount, "tx", paidTx.Hex())
-	if answer != nil {
+	if answer != nil { // answered, and counted, by the request that recorded first
 		g.deliver(w, req, p, answer.Tx, answer.ContentType, http.StatusOK, answer.Response, nil)
 		return
 	}
+	g.obs.Settled(rt.Name, g.usd(rt.amount), took)
 	g.deliver(w, req, p, paidTx.Hex(), buf.header.Get("Content-Type"), buf.status, buf.body.Bytes(), buf.header)
 }
 
@@ -498,7 +511,7 @@ func (g *Gate) settle(w http.ResponseWriter, base context.Context, rt *route, re
 			return f.Tx, true
 		}
 		g.finish(ctx, rec, StatePending, "", ReasonUnexpectedSettle)
-		writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
+		g.failJSON(w, req, http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
 		return common.Hash{}, false
 	case s.Pending:
 		g.finish(ctx, rec, StatePending, s.Tx.Hex(), s.Reason)
@@ -544,7 +557,7 @@ func (g *Gate) settle(w http.ResponseWriter, base context.Context, rt *route, re
 		return f.Tx, true // another transaction did pay: its hash is the real one
 	}
 	g.finish(ctx, rec, StatePending, "", ReasonSettlementUnconfirmed)
-	writeJSONError(w, http.StatusBadGateway, ReasonSettlementUnconfirmed, "the facilitator reported a settlement the chain does not show; do not sign a new payment: retry this same request later")
+	g.failJSON(w, req, http.StatusBadGateway, ReasonSettlementUnconfirmed, "the facilitator reported a settlement the chain does not show; do not sign a new payment: retry this same request later")
 	return common.Hash{}, false
 }
 
@@ -594,7 +607,7 @@ func (g *Gate) expired(w http.ResponseWriter, r *http.Request, rt *route, req *R
 		g.challenge(w, req, why)
 	case err != nil:
 		g.logger.ErrorContext(ctx, "ledger lookup failed", "err", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+		g.refuseJSON(w, req, http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
 	case existing.State == StateFailed || existing.State == StateReleased:
 		g.challenge(w, req, why) // never paid, and now too late to
 	default:
@@ -628,7 +641,7 @@ func (g *Gate) claimed(w http.ResponseWriter, r *http.Request, req *Requirement,
 		switch {
 		case err != nil:
 			g.logger.ErrorContext(ctx, "chain lookup failed", "payer", existing.Payer, "nonce", existing.Nonce, "err", err)
-			writeJSONError(w, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+			g.failJSON(w, req, http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
 		case f.Verdict == VerdictPaid && same:
 			g.serveOwed(ctx, w, r, req, p, existing, f.Tx, next)
 		case f.Verdict == VerdictPaid:
@@ -661,7 +674,7 @@ func (g *Gate) serveOwed(ctx context.Context, w http.ResponseWriter, r *http.Req
 	answer, err := g.recordAnswer(ctx, done)
 	if err != nil {
 		g.logger.ErrorContext(ctx, "settled payment not recorded", "tx", tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-		writeJSONError(w, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		g.failJSON(w, req, http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
 		return
 	}
 	if answer != nil {
@@ -669,6 +682,7 @@ func (g *Gate) serveOwed(ctx context.Context, w http.ResponseWriter, r *http.Req
 		return
 	}
 	g.logger.InfoContext(ctx, "settled payment served on retry", "payer", rec.Payer, "nonce", rec.Nonce, "tx", tx.Hex())
+	g.obs.Settled(req.Operation, g.usd(req.Amount), 0)
 	g.deliver(w, req, p, tx.Hex(), buf.header.Get("Content-Type"), buf.status, buf.body.Bytes(), buf.header)
 }
 
@@ -747,7 +761,7 @@ func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 		Network: g.cfg.Network, NetworkV1: g.cfg.NetworkV1, ChainID: g.cfg.ChainID,
 		Asset: g.cfg.Asset, AssetName: g.cfg.AssetName, AssetVersion: g.cfg.AssetVersion,
 		PayTo: g.cfg.PayTo, Amount: rt.amount, MaxTimeout: g.cfg.MaxTimeout,
-		Resource: resource, Description: rt.Description, MimeType: "application/json",
+		Resource: resource, Description: rt.Description, MimeType: "application/json", Operation: rt.Name,
 	}
 }
 
@@ -768,9 +782,35 @@ func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
 	_, _ = w.Write(body)
 }
 
-// challenge writes a 402: the v1 body and the v2 PAYMENT-REQUIRED header,
-// both carrying the requirement and why payment is (still) required.
+// challenge refuses a presented payment with a 402: the v1 body and the
+// v2 PAYMENT-REQUIRED header, both carrying the requirement and why
+// payment is (still) required.
 func (g *Gate) challenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {
+	g.obs.Refused(req.Operation, why.Reason)
+	g.writeChallenge(w, req, why)
+}
+
+// refuseJSON refuses a presented payment with a JSON error; nothing was
+// charged.
+func (g *Gate) refuseJSON(w http.ResponseWriter, req *Requirement, status int, code, message string) {
+	g.obs.Refused(req.Operation, code)
+	writeJSONError(w, status, code, message)
+}
+
+// failJSON answers a verified payment whose settlement failed or is not
+// established, with a JSON error.
+func (g *Gate) failJSON(w http.ResponseWriter, req *Requirement, status int, code, message string) {
+	g.obs.SettleFailed(req.Operation, code)
+	writeJSONError(w, status, code, message)
+}
+
+// usd converts atomic units of the asset to dollars, for the metrics.
+func (g *Gate) usd(amount *big.Int) float64 {
+	f, _ := new(big.Rat).SetFrac(amount, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(g.cfg.Decimals)), nil)).Float64()
+	return f
+}
+
+func (g *Gate) writeChallenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {
 	v1, v2 := g.challengeObjects(req, why)
 	h := w.Header()
 	if hv, err := EncodeHeader(v2); err == nil {
@@ -840,7 +880,8 @@ func (g *Gate) settleFailed(w http.ResponseWriter, req *Requirement, p *Payment,
 		resp.Transaction = s.Tx.Hex()
 	}
 	setSettlementHeader(w, p, req, resp)
-	g.challenge(w, req, &VerifyError{Reason: s.Reason, Message: s.Message, Payer: p.Authorization.From.Hex()})
+	g.obs.SettleFailed(req.Operation, s.Reason)
+	g.writeChallenge(w, req, &VerifyError{Reason: s.Reason, Message: s.Message, Payer: p.Authorization.From.Hex()})
 }
 
 func setSettlementHeader(w http.ResponseWriter, p *Payment, req *Requirement, s SettleResponse) {

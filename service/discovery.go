@@ -36,8 +36,9 @@ type DiscoveryConfig struct {
 	// PublicURL is the absolute base URL clients reach the REST API at;
 	// catalogs, the OpenAPI servers entry and (later) x402 resources use it.
 	PublicURL string
-	// Version is the server's build version.
-	Version string
+	// Version is the server's build version; Revision and CommitTime the
+	// VCS commit it was built from (empty when unknown).
+	Version, Revision, CommitTime string
 	// Sources are the upstreams answers are computed from, for /tollgate.
 	Sources []DataSource
 	// Mode is "devnet" or "production".
@@ -156,7 +157,7 @@ func (d *Discovery) GetIndex(context.Context, *tollgatev1.GetIndexRequest) (*tol
 
 // GetHealth implements tollgatev1.DiscoveryServiceServer.
 func (d *Discovery) GetHealth(context.Context, *tollgatev1.GetHealthRequest) (*tollgatev1.GetHealthResponse, error) {
-	return &tollgatev1.GetHealthResponse{Status: "ok", Version: d.cfg.Version}, nil
+	return &tollgatev1.GetHealthResponse{Status: "ok", Version: d.cfg.Version, Revision: d.cfg.Revision, CommitTime: d.cfg.CommitTime}, nil
 }
 
 // GetProject implements tollgatev1.DiscoveryServiceServer.

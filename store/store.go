@@ -165,6 +165,14 @@ var _ payment.Ledger = (*DB)(nil)
 // Close closes the database.
 func (s *DB) Close() error { return s.db.Close() }
 
+// Ping reports whether the database answers (the readiness probe).
+func (s *DB) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
 const selectPayment = `SELECT network, asset, payer, nonce, operation, resource, amount, pay_to, version, valid_before,
 	state, tx, reason, claim_id, sig_hash, response, content_type, created_at, updated_at FROM payments`
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/service/forecast"
 )
 
@@ -43,7 +44,7 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("backtest: %w", err)
 	}
 	cfg.candles = feed
-	cache, src, err := newCandles(cfg)
+	cache, src, err := newCandles(cfg, admin.NewMetrics(admin.Build{}, nil)) // counted nowhere
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 // environment variable TOLLGATE_<FLAG>.
 type config struct {
 	HTTPAddr        string
+	AdminAddr       string // operator listener, or adminOff
 	GRPCAddr        string
 	PublicURL       string
 	DataDir         string
@@ -37,6 +38,7 @@ type config struct {
 	LogLevel        slog.Level
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
+	DrainDelay      time.Duration
 	DexFactories    string // kind:address,... (whales.Factory)
 	QuoteTokens     string // address,...
 	WhaleWindow     uint64
@@ -119,6 +121,12 @@ func resolveFeed(flagName, value string, production, allowSynthetic bool, upstre
 	return marketFeed{url: value}, nil
 }
 
+// The operator listener's default address, and the value that turns it off.
+const (
+	defaultAdmin = "127.0.0.1:9403"
+	adminOff     = "off"
+)
+
 // newServeFlags declares the flags of serve. Defaults come from getenv
 // (TOLLGATE_<FLAG>) when set, so a flag given on the command line wins.
 func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
@@ -136,6 +144,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	}
 	str(&cfg.HTTPAddr, "http", ":8402", "public REST listen address (x402-paid API and free endpoints)")
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
+	str(&cfg.AdminAddr, "admin", defaultAdmin, "operator listen address: Prometheus /metrics, /readyz, /debug/pprof (keep it off public networks), or \"off\"")
 	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
 	str(&cfg.Database, "database", "", databaseUsage)
@@ -158,6 +167,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	fs.TextVar(&cfg.LogLevel, "log-level", level, "log level: debug, info, warn or error")
 	dur(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "deadline of one proxied call; past it the answer is 504")
 	dur(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
+	dur(&cfg.DrainDelay, "drain-delay", 0, "on shutdown, how long /readyz says not ready before the listeners close (behind a load balancer: its check interval × fall count, e.g. 2s)")
 	str(&cfg.DexFactories, "dex-factories", "", "whale scan: DEX factories as kind:address,... with kind v2, v3 or aerodrome; empty: Uniswap V2/V3 and Aerodrome on Base (devnet: its exchange)")
 	str(&cfg.QuoteTokens, "quote-tokens", "", "whale scan: quote assets as address,...; empty: WETH and USDC on Base (devnet: its WETH)")
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
@@ -191,7 +201,10 @@ func envDefault[T any](getenv func(string) string, errs *[]error, name string, d
 // validate reports every problem of cfg at once.
 func (c *config) validate() error {
 	errs := append([]error(nil), c.envErrs...)
-	for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}} {
+	for _, a := range []struct{ flag, addr string }{{"http", c.HTTPAddr}, {"grpc", c.GRPCAddr}, {"admin", c.AdminAddr}} {
+		if a.addr == adminOff && a.flag == "admin" {
+			continue
+		}
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %q: %w", a.flag, a.addr, err))
 		}

@@ -50,6 +50,9 @@ Usage:
                            reconcile unresolved settlements against the chain once (--chain-rpc)
   tollgate backtest [--product ETH-USD]
                            score the embedded forecaster against the random walk on the candle feed
+  tollgate version         the binary's version, VCS revision and commit time
+  tollgate healthcheck [--url URL]
+                           exit 0 if the operator listener's /readyz says ready (container HEALTHCHECK)
   tollgate --help          show this help
 
 Every flag of serve can also be set with the environment variable
@@ -101,16 +104,78 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "backtest":
 		return backtest(ctx, args[1:], getenv, stdout, stderr)
+	case "version", "--version":
+		return version(stdout)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], getenv, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}
 }
 
-// buildVersion returns the module version the binary was built from, or
-// "devel" for a build inside the repository.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+// build is what the binary's build info says of it.
+type build struct {
+	Version  string // module version: a tag, a pseudo-version of the commit, or devel+<revision>
+	Revision string // VCS commit, empty when built without VCS information
+	Time     string // the commit's time, RFC 3339
+	Modified bool   // built from a working tree with uncommitted changes
+	Go       string
+}
+
+// buildInfo reads the binary's build info. `go build` in a checkout stamps
+// the module version (Go 1.24+) and the VCS revision; `go run` and `go
+// test` do not, and are "devel".
+func buildInfo() build {
+	b := build{Version: "devel"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
 	}
-	return "devel"
+	b.Go = bi.GoVersion
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Revision = s.Value
+		case "vcs.time":
+			b.Time = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	switch {
+	case bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		b.Version = bi.Main.Version
+	case b.Revision != "":
+		b.Version = "devel+" + b.Revision[:min(12, len(b.Revision))]
+	}
+	return b
+}
+
+// buildVersion is the version reported by /health, /tollgate and logs.
+func buildVersion() string { return buildInfo().Version }
+
+// buildRevision is the VCS revision, with "+modified" for a dirty tree.
+func buildRevision() string {
+	b := buildInfo()
+	if b.Modified && b.Revision != "" {
+		return b.Revision + "+modified"
+	}
+	return b.Revision
+}
+
+// version prints `tollgate version`.
+func version(stdout io.Writer) error {
+	b := buildInfo()
+	fmt.Fprintf(stdout, "tollgate %s\n", b.Version)
+	if b.Revision != "" {
+		modified := ""
+		if b.Modified {
+			modified = " (with uncommitted changes)"
+		}
+		fmt.Fprintf(stdout, "revision %s%s\ncommit time %s\n", b.Revision, modified, b.Time)
+	} else {
+		fmt.Fprintln(stdout, "revision unknown (built without VCS information: go run, or -buildvcs=false)")
+	}
+	fmt.Fprintf(stdout, "go %s\n", b.Go)
+	return nil
 }

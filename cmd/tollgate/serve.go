@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -26,6 +27,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/gateway"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
@@ -52,6 +54,7 @@ const (
 // listeners are the sockets serve binds before wiring.
 type listeners struct {
 	http, grpc, devnet net.Listener // devnet is nil outside devnet mode
+	admin              net.Listener // nil with --admin off
 }
 
 // serve binds the listeners of cfg and serves until ctx ends.
@@ -61,7 +64,7 @@ func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 	var ls listeners
 	var err error
 	closeAll := func() {
-		for _, l := range []net.Listener{ls.http, ls.grpc, ls.devnet} {
+		for _, l := range []net.Listener{ls.http, ls.grpc, ls.devnet, ls.admin} {
 			if l != nil {
 				l.Close()
 			}
@@ -72,7 +75,8 @@ func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 		addr string
 		name string
 		want bool
-	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == "" && cfg.DevnetURL == ""}} {
+	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == "" && cfg.DevnetURL == ""},
+		{&ls.admin, cfg.AdminAddr, "admin", cfg.AdminAddr != adminOff}} {
 		if !b.want {
 			continue
 		}
@@ -97,17 +101,33 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		if err != nil { // the servers close them on a clean shutdown
 			ls.http.Close()
 			ls.grpc.Close()
+			if ls.admin != nil {
+				ls.admin.Close()
+			}
 		}
 	}()
 	cat, err := catalog.Load()
 	if err != nil {
 		return err
 	}
-	candles, candleSource, err := newCandles(cfg)
+	var unresolved func(context.Context) (int, time.Time, error) // set once the ledger is open
+	metrics := admin.NewMetrics(admin.Build{Version: buildVersion(), Revision: buildRevision()},
+		func(ctx context.Context) (int, time.Duration, error) {
+			if unresolved == nil {
+				return 0, 0, nil
+			}
+			n, oldest, err := unresolved(ctx)
+			if err != nil || oldest.IsZero() {
+				return n, 0, err
+			}
+			return n, time.Since(oldest), nil
+		})
+	candles, candleSource, err := newCandles(cfg, metrics)
 	if err != nil {
 		return err
 	}
-	pay, err := newPayments(ctx, cfg, logger, ls.devnet)
+	chainHTTP := &http.Client{Transport: metrics.Transport("chain", admin.JSONRPC, http.DefaultTransport.(*http.Transport).Clone())}
+	pay, err := newPayments(ctx, cfg, logger, ls.devnet, chainHTTP, metrics)
 	if err != nil {
 		return err
 	}
@@ -117,7 +137,10 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	cleanups = append(cleanups, func() { ledger.Close() })
-	gate, err := payment.NewGate(pay.gateConfig, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
+	unresolved = ledger.UnresolvedSummary
+	gc := pay.gateConfig
+	gc.Observer = metrics
+	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
 	if err != nil {
 		return err
 	}
@@ -131,7 +154,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	countersDone := make(chan struct{})
 	cleanups = append(cleanups, func() { <-countersDone }) // the last flush is written before the ledger closes
 	go func() { gate.RunCounters(ctx, 10*time.Second); close(countersDone) }()
-	rpcClient, err := rpc.DialContext(ctx, pay.rpcURL)
+	rpcClient, err := rpc.DialOptions(ctx, pay.rpcURL, rpc.WithHTTPClient(chainHTTP))
 	if err != nil {
 		return fmt.Errorf("chain rpc: %w", err)
 	}
@@ -140,20 +163,25 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
-	equities, equitySource, err := newEquities(cfg)
+	equities, equitySource, err := newEquities(cfg, metrics)
 	if err != nil {
 		return err
 	}
 	var model service.Model // nil: the embedded model only
 	if cfg.ForecastModel != "" {
-		conn, err := grpc.NewClient(strings.TrimPrefix(cfg.ForecastModel, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(strings.TrimPrefix(cfg.ForecastModel, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithChainUnaryInterceptor(metrics.UnaryClient("model")))
 		if err != nil {
 			return fmt.Errorf("--forecast-model: %w", err)
 		}
 		cleanups = append(cleanups, func() { conn.Close() })
 		model = service.NewRemoteModel(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
 	}
-	scanner, err := whales.New(rpcClient, whaleConfig(cfg, pay), logger.With("component", "whales"))
+	wc := whaleConfig(cfg, pay)
+	wc.Observe = func(st whales.Stats, took time.Duration, err error) {
+		metrics.WhaleScan(took, st.Calls, st.Head-min(st.Head, st.To), err)
+	}
+	scanner, err := whales.New(rpcClient, wc, logger.With("component", "whales"))
 	if err != nil {
 		return err
 	}
@@ -166,6 +194,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	discovery, err := service.NewDiscovery(service.DiscoveryConfig{
 		PublicURL:       cfg.PublicURL,
 		Version:         buildVersion(),
+		Revision:        buildRevision(),
+		CommitTime:      buildInfo().Time,
 		Sources:         []service.DataSource{candleSource, equitySource},
 		Mode:            pay.mode,
 		Terms:           pay.terms,
@@ -196,7 +226,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	httpSrv := &http.Server{
-		Handler:           gateway.AccessLog(logger, gate.Handler(gw)),
+		Handler:           gateway.AccessLog(logger, metrics.Instrument(gateway.RouteOf(cat), gate.Handler(gw))),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 60*time.Second, // room for verify and settlement around the handler
@@ -205,11 +235,23 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
-	errc := make(chan error, 2)
+	ready := admin.NewReadiness(metrics, 3*time.Second, readiness(ledger, rpcClient, candles)...)
+	var adminSrv *http.Server
+	adminAddr := adminOff
+	if ls.admin != nil {
+		adminSrv = &http.Server{Handler: admin.Handler(metrics, ready), ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		adminAddr = ls.admin.Addr().String()
+	}
+
+	errc := make(chan error, 3)
 	go func() { errc <- grpcSrv.Serve(ls.grpc) }()
 	go func() { errc <- httpSrv.Serve(ls.http) }()
+	if adminSrv != nil {
+		go func() { errc <- adminSrv.Serve(ls.admin) }()
+	}
 	logger.Info("tollgate serving",
-		"http", ls.http.Addr().String(), "grpc", ls.grpc.Addr().String(),
+		"http", ls.http.Addr().String(), "grpc", ls.grpc.Addr().String(), "admin", adminAddr,
 		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "mode", pay.mode, "candles", candleSource.Name,
 		"pay_to", pay.terms.PayTo, "facilitator", pay.terms.Facilitator, "version", buildVersion())
 	if pay.banner != "" {
@@ -234,12 +276,19 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		logger.Error("server stopped", "err", serveErr)
 	}
 
-	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout, "drain_delay", cfg.DrainDelay)
+	ready.Drain() // load balancers see not-ready first
 	healthSrv.Shutdown()
+	if cfg.DrainDelay > 0 {
+		time.Sleep(cfg.DrainDelay)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil {
 		logger.Warn("http shutdown", "err", err)
+	}
+	if adminSrv != nil {
+		_ = adminSrv.Shutdown(sctx)
 	}
 	stopped := make(chan struct{})
 	go func() { grpcSrv.GracefulStop(); close(stopped) }()
@@ -307,7 +356,7 @@ type payments struct {
 // newPayments starts the devnet (when neither --chain-rpc nor --devnet-url
 // is set) or connects to the shared one (--devnet-url), and builds the
 // facilitator and the gate's terms.
-func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLis net.Listener) (*payments, error) {
+func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLis net.Listener, chainHTTP *http.Client, metrics *admin.Metrics) (*payments, error) {
 	p := &payments{mode: "production", close: func() {}}
 	gc := payment.GateConfig{
 		PublicURL: cfg.PublicURL, Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID),
@@ -365,11 +414,12 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	if cfg.PayTo != "" {
 		gc.PayTo = common.HexToAddress(cfg.PayTo)
 	}
-	client, err := ethclient.DialContext(ctx, rpcURL)
+	rc, err := rpc.DialOptions(ctx, rpcURL, rpc.WithHTTPClient(chainHTTP))
 	if err != nil {
 		p.close()
 		return nil, fmt.Errorf("chain rpc: %w", err)
 	}
+	client := ethclient.NewClient(rc)
 	prevClose := p.close
 	p.close = func() { client.Close(); prevClose() }
 	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
@@ -390,7 +440,8 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	facilitatorName := "self-hosted"
 	switch {
 	case cfg.Facilitator != "":
-		fc, err := payment.NewClient(payment.ClientConfig{URL: cfg.Facilitator, Timeout: 90 * time.Second, CDPKeyID: os.Getenv("CDP_API_KEY_ID"), CDPKeySecret: os.Getenv("CDP_API_KEY_SECRET")}, &http.Client{})
+		fc, err := payment.NewClient(payment.ClientConfig{URL: cfg.Facilitator, Timeout: 90 * time.Second, CDPKeyID: os.Getenv("CDP_API_KEY_ID"), CDPKeySecret: os.Getenv("CDP_API_KEY_SECRET")},
+			&http.Client{Transport: metrics.Transport("facilitator", admin.PathMethod, nil)})
 		if err != nil {
 			p.close()
 			return nil, err
@@ -531,35 +582,65 @@ func syntheticWhy(cfg *config) string {
 
 // newCandles builds the candle store over the feed validate chose:
 // Coinbase Exchange at its URL, or the synthetic generator.
-func newCandles(cfg *config) (*market.Cache, service.DataSource, error) {
+func newCandles(cfg *config, metrics *admin.Metrics) (*market.Cache, service.DataSource, error) {
 	var src market.Source = market.NewDevnet()
 	desc := service.DataSource{Kind: "candles", Name: src.Name(), Synthetic: true,
 		Description: "deterministic synthetic OHLCV generated in process" + syntheticWhy(cfg) + "; not market data"}
 	if !cfg.candles.synthetic() {
-		cb, err := market.NewCoinbase(market.DefaultCoinbaseConfig(cfg.candles.url), &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+		cb, err := market.NewCoinbase(market.DefaultCoinbaseConfig(cfg.candles.url),
+			&http.Client{Transport: metrics.Transport("candles", admin.Named("candles"), http.DefaultTransport.(*http.Transport).Clone())})
 		if err != nil {
 			return nil, desc, err
 		}
 		src = cb
 		desc = service.DataSource{Kind: "candles", Name: cb.Name(), Description: "Coinbase Exchange public candles at " + cfg.candles.url}
 	}
-	cache, err := market.NewCache(src, market.DefaultCacheConfig())
+	cc := market.DefaultCacheConfig()
+	cc.Observe = func(hit bool) { metrics.CacheLookup("candles", hit) }
+	cache, err := market.NewCache(src, cc)
 	return cache, desc, err
 }
 
 // newEquities returns the equity feed validate chose: Yahoo Finance at its
 // URL, or the synthetic session bars.
-func newEquities(cfg *config) (service.EquityBars, service.DataSource, error) {
+func newEquities(cfg *config, metrics *admin.Metrics) (service.EquityBars, service.DataSource, error) {
 	if cfg.equities.synthetic() {
 		return market.NewDevnetEquities(), service.DataSource{Kind: "equities", Name: "devnet-synthetic", Synthetic: true,
 			Description: "deterministic synthetic NSE session bars generated in process" + syntheticWhy(cfg) + "; not market data"}, nil
 	}
 	y, err := market.NewYahoo(market.YahooConfig{BaseURL: cfg.equities.url, RequestTimeout: 15 * time.Second, Days: 200},
-		&http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()})
+		&http.Client{Transport: metrics.Transport("equities", admin.Named("chart"), http.DefaultTransport.(*http.Transport).Clone())})
 	if err != nil {
 		return nil, service.DataSource{}, err
 	}
 	return y, service.DataSource{Kind: "equities", Name: "yahoo-finance", Description: "Yahoo Finance chart API at " + cfg.equities.url}, nil
+}
+
+// readiness are the checks of /readyz: the store answers, the chain
+// answers with Base's chain id (the devnet's too), and the candle cache
+// has data (warmed here on first probe, so a fresh replica becomes ready
+// without waiting for a paid call).
+func readiness(db *store.DB, rpcClient *rpc.Client, candles *market.Cache) []admin.Check {
+	return []admin.Check{
+		{Name: "store", Run: db.Ping},
+		{Name: "chain", Run: func(ctx context.Context) error {
+			var id hexutil.Big
+			if err := rpcClient.CallContext(ctx, &id, "eth_chainId"); err != nil {
+				return fmt.Errorf("eth_chainId: %w", err)
+			}
+			if id.ToInt().Int64() != baseChainID {
+				return fmt.Errorf("chain id %s, want %d", id.ToInt(), baseChainID)
+			}
+			return nil
+		}},
+		{Name: "market", Run: func(ctx context.Context) error {
+			if candles.Has("ETH-USD", time.Hour) {
+				return nil
+			}
+			_, err := candles.Series(ctx, "ETH-USD", time.Hour, 1)
+			return err
+		}},
+	}
 }
 
 // dialTarget returns an address the gateway can dial to reach lis: an

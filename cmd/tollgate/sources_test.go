@@ -131,6 +131,7 @@ func TestDataDirDefaults(t *testing.T) {
 // served is one serveOn in process that a test can stop and restart.
 type served struct {
 	base      string
+	admin     string // the operator listener's URL
 	devnetRPC string // the devnet's JSON-RPC URL; empty outside devnet mode
 	conn      *grpc.ClientConn
 	stop      func() error
@@ -141,7 +142,7 @@ type served struct {
 func serveFor(t testing.TB, args []string, env map[string]string) (*served, error) {
 	t.Helper()
 	var ls listeners
-	binds := []*net.Listener{&ls.http, &ls.grpc}
+	binds := []*net.Listener{&ls.http, &ls.grpc, &ls.admin}
 	if env["TOLLGATE_FACILITATOR_KEY"] == "" && !slices.Contains(args, "--devnet-url") {
 		binds = append(binds, &ls.devnet) // the in-process chain's
 	}
@@ -186,7 +187,7 @@ func serveFor(t testing.TB, args []string, env map[string]string) (*served, erro
 		t.Fatal(err)
 	}
 	stopped := false
-	s := &served{base: base, conn: conn, stop: func() error {
+	s := &served{base: base, admin: "http://" + ls.admin.Addr().String(), conn: conn, stop: func() error {
 		if stopped {
 			return nil
 		}

@@ -35,6 +35,9 @@ type CacheConfig struct {
 	MinStale     time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Observe is told of each Series call: hit when the cache answered
+	// without waiting for a fetch. Nil: nobody.
+	Observe func(hit bool)
 }
 
 // DefaultCacheConfig returns the production settings.
@@ -114,7 +117,7 @@ func (c *Cache) Series(ctx context.Context, product string, g time.Duration, n i
 		return Series{}, fmt.Errorf("market: granularity %s is not served", g)
 	}
 	k := cacheKey{product, g}
-	for {
+	for first := true; ; first = false {
 		c.mu.Lock()
 		e := c.entries[k]
 		if e == nil {
@@ -126,7 +129,13 @@ func (c *Cache) Series(ctx context.Context, product string, g time.Duration, n i
 		if c.fresh(e, g, n, now) {
 			s := c.view(e, product, g, n)
 			c.mu.Unlock()
+			if first {
+				c.observe(true) // a miss was counted when the fetch began
+			}
 			return s, nil
+		}
+		if first {
+			c.observe(false)
 		}
 		f := e.flight
 		if f == nil {
@@ -153,6 +162,22 @@ func (c *Cache) Series(ctx context.Context, product string, g time.Duration, n i
 		c.mu.Unlock()
 		return Series{}, f.err
 	}
+}
+
+func (c *Cache) observe(hit bool) {
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(hit)
+	}
+}
+
+// Has reports whether the cache holds candles of product at granularity
+// g, whatever their age: the readiness probe's "the market cache has
+// data".
+func (c *Cache) Has(product string, g time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[cacheKey{product, g}]
+	return e != nil && len(e.candles) > 0
 }
 
 // fresh reports whether e can answer for n candles at now without a fetch.

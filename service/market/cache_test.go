@@ -214,3 +214,41 @@ func TestCacheCallerGivesUp(t *testing.T) {
 		t.Errorf("second caller: %v, %d requests", err, x.Requests.Load())
 	}
 }
+
+// TestCacheObserve: each Series call is one lookup, a miss when it
+// waited for a fetch (however many callers shared it), a hit otherwise;
+// Has sees the series once fetched.
+func TestCacheObserve(t *testing.T) {
+	t.Parallel()
+	x := markettest.NewExchange(t)
+	x.Seed(t, "ETH-USD", time.Hour, hoursBefore(hour, 800), hour)
+	clk := &clock{now: hour.Add(90 * time.Second)}
+	var hits, misses atomic.Int64
+	cfg := market.DefaultCacheConfig()
+	cfg.Now = clk.Now
+	cfg.Observe = func(hit bool) {
+		if hit {
+			hits.Add(1)
+		} else {
+			misses.Add(1)
+		}
+	}
+	cache, err := market.NewCache(x.Client(t, nil), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache.Has("ETH-USD", time.Hour) {
+		t.Error("an empty cache has data")
+	}
+	for i, want := range []struct{ hits, misses int64 }{{0, 1}, {1, 1}, {2, 1}} {
+		if _, err := cache.Series(context.Background(), "ETH-USD", time.Hour, 24); err != nil {
+			t.Fatal(err)
+		}
+		if hits.Load() != want.hits || misses.Load() != want.misses {
+			t.Errorf("after call %d: %d hits, %d misses, want %+v", i+1, hits.Load(), misses.Load(), want)
+		}
+	}
+	if !cache.Has("ETH-USD", time.Hour) || cache.Has("BTC-USD", time.Hour) {
+		t.Error("Has does not follow what was fetched")
+	}
+}

@@ -64,6 +64,9 @@ type Config struct {
 	Top   int
 	Rules Rules
 	Chain chain.Config
+	// Observe is told of each cycle: its stats, its duration and its
+	// error. Nil: nobody.
+	Observe func(st Stats, took time.Duration, err error)
 }
 
 // DefaultConfig returns the settings for Base: seven days of pools, a
@@ -123,6 +126,7 @@ type Collapse struct {
 
 // Stats describes one cycle.
 type Stats struct {
+	Head      uint64 // the chain head the cycle saw
 	From, To  uint64
 	Pools     int // followed after the cycle
 	NewPools  int
@@ -197,9 +201,12 @@ func (s *Scanner) Run(ctx context.Context) {
 // Scan runs one cycle: the new blocks since the last cycle (at most
 // MaxBlocksPerCycle), publishing a snapshot once caught up.
 func (s *Scanner) Scan(ctx context.Context) (Stats, error) {
-	calls := s.rpc.n.Load()
+	calls, start := s.rpc.n.Load(), time.Now()
 	st, err := s.scan(ctx)
 	st.Calls = s.rpc.n.Load() - calls
+	if s.cfg.Observe != nil && ctx.Err() == nil {
+		s.cfg.Observe(st, time.Since(start), err)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -222,7 +229,7 @@ func (s *Scanner) scan(ctx context.Context) (Stats, error) {
 		s.next = safe - min(safe, s.cfg.WindowBlocks-1)
 		s.started = true
 	}
-	st := Stats{From: s.next, To: min(safe, s.next+s.cfg.MaxBlocksPerCycle-1)}
+	st := Stats{Head: uint64(head), From: s.next, To: min(safe, s.next+s.cfg.MaxBlocksPerCycle-1)}
 	if st.From > st.To { // nothing new: the snapshot is current as of now
 		st.From, st.To, st.CaughtUp, st.Pools = s.next, s.next-1, true, len(s.pools)
 		s.publish(safe)

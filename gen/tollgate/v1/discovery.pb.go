@@ -196,8 +196,14 @@ type GetHealthResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Always "ok".
 	Status string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
-	// Server version.
-	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Server version: the module version stamped by the build (a tag or a
+	// pseudo-version of the commit), or "devel+<revision>", or "devel".
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// VCS revision the binary was built from ("+modified" when the tree had
+	// uncommitted changes); empty when built without VCS information.
+	Revision string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Time of that commit, RFC 3339; empty when unknown.
+	CommitTime    string `protobuf:"bytes,4,opt,name=commit_time,json=commitTime,proto3" json:"commit_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -242,6 +248,20 @@ func (x *GetHealthResponse) GetStatus() string {
 func (x *GetHealthResponse) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *GetHealthResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+func (x *GetHealthResponse) GetCommitTime() string {
+	if x != nil {
+		return x.CommitTime
 	}
 	return ""
 }
@@ -2241,10 +2261,13 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x04llms\x18\x05 \x01(\tR\x04llms\x12\x12\n" +
 	"\x04x402\x18\x06 \x01(\tR\x04x402\x12\x16\n" +
 	"\x06health\x18\a \x01(\tR\x06health\"\x12\n" +
-	"\x10GetHealthRequest\"E\n" +
+	"\x10GetHealthRequest\"\x82\x01\n" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion\"\x13\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\x12\x1f\n" +
+	"\vcommit_time\x18\x04 \x01(\tR\n" +
+	"commitTime\"\x13\n" +
 	"\x11GetProjectRequest\"\x9e\x04\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +

@@ -1,0 +1,203 @@
+// Package admin owns the operator listener of a Tollgate process: the
+// Prometheus exposition (every tollgate_* series, the Go runtime and the
+// process), the readiness probe and pprof. It is never the public
+// listener: serve binds it to loopback unless told otherwise (--admin).
+//
+// The series are fed through the small interfaces the other packages
+// declare (payment.Observer, the market cache's and the whale scan's
+// hooks) and through instrumented clients for the upstreams (HTTP
+// transports and a gRPC interceptor), so no other package imports
+// Prometheus.
+package admin
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Build identifies the running binary in tollgate_build_info.
+type Build struct {
+	Version, Revision string
+}
+
+// Metrics holds every series of the exposition, on a registry of its own
+// (nothing registers globally).
+type Metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+
+	challenges   *prometheus.CounterVec
+	presented    *prometheus.CounterVec
+	refused      *prometheus.CounterVec
+	verified     *prometheus.CounterVec
+	settled      *prometheus.CounterVec
+	failed       *prometheus.CounterVec
+	revenue      *prometheus.CounterVec
+	settleTiming *prometheus.HistogramVec
+
+	upstreamRequests *prometheus.CounterVec
+	upstreamDuration *prometheus.HistogramVec
+
+	cache *prometheus.CounterVec
+
+	scanDuration prometheus.Histogram
+	scanLag      prometheus.Gauge
+	scanCalls    prometheus.Gauge
+	scanCycles   *prometheus.CounterVec
+
+	ready prometheus.Gauge
+}
+
+// Unresolved reports the payments whose settlement is not established yet
+// and how long the oldest has waited; *store.DB's UnresolvedSummary
+// provides it (through a small adapter in cmd).
+type Unresolved func(ctx context.Context) (n int, oldest time.Duration, err error)
+
+// latency buckets, seconds: from a cached answer (sub-millisecond) to a
+// settlement waiting for its block (seconds).
+var latency = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 16, 32}
+
+// NewMetrics returns the exposition of one process. unresolved is read
+// at each scrape (nil: the settlement gauges are left out).
+func NewMetrics(b Build, unresolved Unresolved) *Metrics {
+	reg := prometheus.NewRegistry()
+	f := factory{reg}
+	m := &Metrics{reg: reg}
+	m.httpRequests = f.counters("tollgate_http_requests_total", "Requests answered on the public listener.", "route", "method", "status")
+	m.httpDuration = f.histograms("tollgate_http_request_duration_seconds", "Time to answer a request on the public listener, payment included.", "route")
+
+	m.challenges = f.counters("tollgate_payment_challenges_total", "402 challenges sent for a request without payment.", "operation")
+	m.presented = f.counters("tollgate_payment_presented_total", "Requests that carried a payment header.", "operation")
+	m.refused = f.counters("tollgate_payment_refused_total", "Presented payments refused before any settlement (nothing charged), by reason.", "operation", "reason")
+	m.verified = f.counters("tollgate_payment_verified_total", "Payments verified, whose handler ran.", "operation")
+	m.settled = f.counters("tollgate_payment_settled_total", "Payments settled and confirmed on chain by this process.", "operation")
+	m.failed = f.counters("tollgate_payment_failed_total", "Verified payments whose settlement failed or stayed unresolved, by reason.", "operation", "reason")
+	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation")
+	m.settleTiming = f.histograms("tollgate_payment_settle_duration_seconds", "From asking the facilitator to settle to the confirmed receipt.", "operation")
+
+	m.upstreamRequests = f.counters("tollgate_upstream_requests_total", "Calls to upstreams (chain JSON-RPC by method, candles, equities, model, facilitator), by outcome.", "upstream", "method", "outcome")
+	m.upstreamDuration = f.histograms("tollgate_upstream_request_duration_seconds", "Duration of one upstream call (a JSON-RPC batch counts once, as method \"batch\").", "upstream", "method")
+
+	m.cache = f.counters("tollgate_cache_requests_total", "Cache lookups, by cache and result (hit or miss).", "cache", "result")
+
+	m.scanDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_whale_scan_duration_seconds", Help: "Duration of one whale scan cycle.", Buckets: latency})
+	m.scanLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_lag_blocks", Help: "Blocks between the chain head and the last block the whale scan covered."})
+	m.scanCalls = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_rpc_calls", Help: "JSON-RPC round trips of the last whale scan cycle."})
+	m.scanCycles = f.counters("tollgate_whale_scan_cycles_total", "Whale scan cycles, by result (ok or error).", "result")
+	reg.MustRegister(m.scanDuration, m.scanLag, m.scanCalls)
+
+	m.ready = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_ready", Help: "1 when the readiness probe last passed, else 0."})
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_build_info", Help: "The running binary: always 1.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision}})
+	info.Set(1)
+	reg.MustRegister(m.ready, info,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if unresolved != nil {
+		reg.MustRegister(unresolvedCollector{
+			f:      unresolved,
+			count:  prometheus.NewDesc("tollgate_settlements_unresolved", "Payments whose settlement is not established yet (the service's, from the store).", nil, nil),
+			oldest: prometheus.NewDesc("tollgate_settlements_oldest_unresolved_age_seconds", "Age of the oldest unresolved payment, 0 when none.", nil, nil),
+		})
+	}
+	return m
+}
+
+// Handler serves the exposition in the text format (or OpenMetrics when
+// asked).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+}
+
+type factory struct{ reg *prometheus.Registry }
+
+func (f factory) counters(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) histograms(name, help string, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latency}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// unresolvedCollector reads the store at scrape time: the figure is the
+// service's, whichever replica is scraped.
+type unresolvedCollector struct {
+	f             Unresolved
+	count, oldest *prometheus.Desc
+}
+
+func (c unresolvedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.count; ch <- c.oldest }
+
+func (c unresolvedCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, oldest, err := c.f(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.count, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
+}
+
+// The payment funnel: Metrics implements payment.Observer.
+
+func (m *Metrics) Challenged(op string)           { m.challenges.WithLabelValues(op).Inc() }
+func (m *Metrics) Presented(op string)            { m.presented.WithLabelValues(op).Inc() }
+func (m *Metrics) Refused(op, reason string)      { m.refused.WithLabelValues(op, reason).Inc() }
+func (m *Metrics) Verified(op string)             { m.verified.WithLabelValues(op).Inc() }
+func (m *Metrics) SettleFailed(op, reason string) { m.failed.WithLabelValues(op, reason).Inc() }
+
+// Settled counts a confirmed settlement of usd, which took took from the
+// settle request to the confirmed receipt (0 when it was found on chain
+// rather than settled by this request).
+func (m *Metrics) Settled(op string, usd float64, took time.Duration) {
+	m.settled.WithLabelValues(op).Inc()
+	m.revenue.WithLabelValues(op).Add(usd)
+	if took > 0 {
+		m.settleTiming.WithLabelValues(op).Observe(took.Seconds())
+	}
+}
+
+// CacheLookup counts one lookup of cache.
+func (m *Metrics) CacheLookup(cache string, hit bool) {
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.cache.WithLabelValues(cache, result).Inc()
+}
+
+// WhaleScan records one scan cycle: its duration, its JSON-RPC round
+// trips, and how far behind the head it left the scan.
+func (m *Metrics) WhaleScan(took time.Duration, calls int64, lag uint64, err error) {
+	if err != nil {
+		m.scanCycles.WithLabelValues("error").Inc()
+		return
+	}
+	m.scanCycles.WithLabelValues("ok").Inc()
+	m.scanDuration.Observe(took.Seconds())
+	m.scanCalls.Set(float64(calls))
+	m.scanLag.Set(float64(lag))
+}
+
+// Upstream records one call to upstream.
+func (m *Metrics) Upstream(upstream, method string, took time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.upstreamRequests.WithLabelValues(upstream, method, outcome).Inc()
+	m.upstreamDuration.WithLabelValues(upstream, method).Observe(took.Seconds())
+}
