@@ -32,7 +32,8 @@ import (
 func BenchmarkLoadBalancer(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
-			c := startCluster(b, clusterConfig{replicas: n, whaleInterval: time.Minute})
+			// No rate limit: one load generator is one client.
+			c := startCluster(b, clusterConfig{replicas: n, whaleInterval: time.Minute, serveArgs: []string{"--rate-limit", "0"}})
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 			b.Run("challenge", func(b *testing.B) {
 				b.SetParallelism(16)

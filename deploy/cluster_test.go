@@ -51,7 +51,7 @@ func tollgateBinary(t testing.TB) string {
 			return
 		}
 		build.bin = filepath.Join(build.dir, "tollgate")
-		out, err := exec.Command("go", "build", "-o", build.bin, "github.com/tollgate/tollgate/cmd/tollgate").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=true", "-o", build.bin, "github.com/tollgate/tollgate/cmd/tollgate").CombinedOutput()
 		if err != nil {
 			build.err = fmt.Errorf("go build ./cmd/tollgate: %w\n%s", err, out)
 		}
@@ -191,6 +191,7 @@ type cluster struct {
 type clusterConfig struct {
 	replicas      int
 	whaleInterval time.Duration // serve --whale-interval
+	serveArgs     []string      // more flags of every serve
 }
 
 // startCluster starts a cluster for t and stops it when t ends, printing
@@ -240,7 +241,9 @@ func startCluster(t testing.TB, cfg clusterConfig) *cluster {
 			"serve", "--devnet-url", c.devnetURL, "--database", database,
 			"--http", addr, "--grpc", freeAddr(t), "--public-url", c.lb,
 			"--data-dir", t.TempDir(), "--whale-interval", cfg.whaleInterval.String(), "--log-format", "json",
+			"--admin", freeAddr(t), "--trusted-proxies", "127.0.0.1", // HAProxy's X-Forwarded-For names the client
 		}}}
+		r.args = append(r.args, cfg.serveArgs...)
 		run(r.process)
 		c.replicas = append(c.replicas, r)
 	}

@@ -17,8 +17,11 @@ func AccessLog(logger *slog.Logger, next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		level := slog.LevelInfo
-		if rec.status == http.StatusPaymentRequired {
+		switch rec.status {
+		case http.StatusPaymentRequired:
 			level = slog.LevelDebug // challenges are counted, not logged one by one (payment.Gate.RunCounters)
+		case http.StatusTooManyRequests:
+			level = slog.LevelDebug // a flood must not flood the log; tollgate_http_requests_total counts them
 		}
 		logger.LogAttrs(r.Context(), level, "http",
 			slog.String("method", r.Method),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 
+	"github.com/tollgate/tollgate/gateway"
 	"github.com/tollgate/tollgate/service/whales"
 )
 
@@ -44,7 +45,10 @@ type config struct {
 	WhaleWindow     uint64
 	WhaleInterval   time.Duration
 	WhaleConfirm    uint64
-	ForecastModel   string // grpc://host:port of a ForecastModelService, or empty
+	ForecastModel   string // grpc:// or grpcs://host:port of a ForecastModelService, or empty
+	ForecastModelCA string // PEM bundle trusted for grpcs://, empty: the system roots
+	Limits          gateway.LimitConfig
+	TrustedProxies  string
 	EquitiesURL     string
 	ForecastTimeout time.Duration
 	// SyntheticMarketData allows the synthetic candles and equity bars
@@ -121,10 +125,12 @@ func resolveFeed(flagName, value string, production, allowSynthetic bool, upstre
 	return marketFeed{url: value}, nil
 }
 
-// The operator listener's default address, and the value that turns it off.
+// The operator listener's default address, and the value that turns it
+// off; the default public URL.
 const (
-	defaultAdmin = "127.0.0.1:9403"
-	adminOff     = "off"
+	defaultAdmin     = "127.0.0.1:9403"
+	adminOff         = "off"
+	defaultPublicURL = "http://localhost:8402"
 )
 
 // newServeFlags declares the flags of serve. Defaults come from getenv
@@ -145,7 +151,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.HTTPAddr, "http", ":8402", "public REST listen address (x402-paid API and free endpoints)")
 	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
 	str(&cfg.AdminAddr, "admin", defaultAdmin, "operator listen address: Prometheus /metrics, /readyz, /debug/pprof (keep it off public networks), or \"off\"")
-	str(&cfg.PublicURL, "public-url", "http://localhost:8402", "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
+	str(&cfg.PublicURL, "public-url", defaultPublicURL, "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
 	str(&cfg.Database, "database", "", databaseUsage)
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
@@ -175,17 +181,37 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.EquitiesURL, "equities-url", "", "Yahoo Finance chart API base URL for the .NS equities, or \"synthetic\"; empty: "+yahooChartURL+" with --chain-rpc, the synthetic session bars in devnet mode")
 	fs.BoolVar(&cfg.SyntheticMarketData, "synthetic-market-data", envDefault(getenv, &cfg.envErrs, "synthetic-market-data", false, strconv.ParseBool),
 		"serve the synthetic candles and equity bars outside devnet too (answers say devnet-synthetic); without it they are refused with --chain-rpc")
-	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model as grpc://host:port (tollgate.v1.ForecastModelService); empty: the embedded model only")
+	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model (tollgate.v1.ForecastModelService) as grpc://host:port (plaintext, private network) or grpcs://host:port (TLS); empty: the embedded model only")
+	str(&cfg.ForecastModelCA, "forecast-model-ca", "", "PEM file of the CA certificates trusted for a grpcs:// --forecast-model; empty: the system roots")
 	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
+	lim := gateway.DefaultLimitConfig()
+	f64 := func(p *float64, name string, def float64, usage string) {
+		fs.Float64Var(p, name, envDefault(getenv, &cfg.envErrs, name, def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }), usage)
+	}
+	num := func(p *int, name string, def int, usage string) {
+		fs.IntVar(p, name, envDefault(getenv, &cfg.envErrs, name, def, strconv.Atoi), usage)
+	}
+	f64(&cfg.Limits.Free.PerSecond, "rate-limit", lim.Free.PerSecond, "requests a second per client without a payment header (free endpoints, 402 challenges); 0: no limit")
+	num(&cfg.Limits.Free.Burst, "rate-burst", lim.Free.Burst, "burst allowed above --rate-limit")
+	f64(&cfg.Limits.Paid.PerSecond, "paid-rate-limit", lim.Paid.PerSecond, "requests a second per client with a payment header (only stops floods of junk payments); 0: no limit")
+	num(&cfg.Limits.Paid.Burst, "paid-rate-burst", lim.Paid.Burst, "burst allowed above --paid-rate-limit")
+	num(&cfg.Limits.MaxClients, "rate-limit-clients", lim.MaxClients, "clients tracked by the rate limits at most (least recently seen forgotten first)")
+	str(&cfg.TrustedProxies, "trusted-proxies", "", "load balancers whose X-Forwarded-For names the client, as CIDRs or IPs, comma-separated; empty: the TCP peer is the client")
 	return fs, cfg
+}
+
+// envName is the environment variable of flag name: TOLLGATE_<NAME>,
+// upper case with dashes as underscores.
+func envName(name string) string {
+	return "TOLLGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // envDefault is a flag's default: TOLLGATE_<FLAG> parsed when set, else
 // def. A value that does not parse is recorded in errs (validate reports
 // it) and def is kept.
 func envDefault[T any](getenv func(string) string, errs *[]error, name string, def T, parse func(string) (T, error)) T {
-	key := "TOLLGATE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	key := envName(name)
 	v := getenv(key)
 	if v == "" {
 		return def
@@ -196,6 +222,19 @@ func envDefault[T any](getenv func(string) string, errs *[]error, name string, d
 		return def
 	}
 	return x
+}
+
+// warnings are what validate accepts but an operator most likely did not
+// mean.
+func (c *config) warnings() []string {
+	var out []string
+	if c.PublicURL == defaultPublicURL {
+		if _, port, err := net.SplitHostPort(c.HTTPAddr); err == nil && port != "8402" {
+			out = append(out, fmt.Sprintf("--public-url is the default %s but --http listens on %s: 402 resources, catalogs and the OpenAPI servers entry will name %s; set --public-url to the URL clients use",
+				defaultPublicURL, c.HTTPAddr, defaultPublicURL))
+		}
+	}
+	return out
 }
 
 // validate reports every problem of cfg at once.
@@ -243,8 +282,16 @@ func (c *config) validate() error {
 	if c.MaxTimeout < 30 {
 		errs = append(errs, fmt.Errorf("--max-timeout %d: at least 30 seconds", c.MaxTimeout))
 	}
-	if c.ForecastModel != "" && !strings.HasPrefix(c.ForecastModel, "grpc://") {
-		errs = append(errs, fmt.Errorf("--forecast-model %q: want grpc://host:port", c.ForecastModel))
+	if c.ForecastModel != "" && !strings.HasPrefix(c.ForecastModel, "grpc://") && !strings.HasPrefix(c.ForecastModel, "grpcs://") {
+		errs = append(errs, fmt.Errorf("--forecast-model %q: want grpc://host:port or grpcs://host:port (TLS)", c.ForecastModel))
+	}
+	if c.Limits.TrustedProxies, err = gateway.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("--trusted-proxies: %w", err))
+	} else if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("rate limits: %w", err))
+	}
+	if c.ForecastModelCA != "" && !strings.HasPrefix(c.ForecastModel, "grpcs://") {
+		errs = append(errs, errors.New("--forecast-model-ca applies only to a grpcs:// --forecast-model"))
 	}
 	if c.ForecastTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--forecast-timeout %s: must be positive", c.ForecastTimeout))

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"text/tabwriter"
 )
 
 func main() {
@@ -69,6 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs, _ := newServeFlags(getenv)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		printEnv(stdout, fs)
 		if len(args) == 0 {
 			return errors.New("no command given")
 		}
@@ -111,6 +113,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}
+}
+
+// printEnv prints the environment table: the variable of every flag of
+// serve, and the secrets that are only ever read from the environment.
+func printEnv(w io.Writer, fs *flag.FlagSet) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nEnvironment (a flag on the command line wins):")
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(tw, "  %s\t--%s\n", envName(f.Name), f.Name)
+	})
+	for _, e := range [][2]string{
+		{"TOLLGATE_FACILITATOR_KEY", "the self-hosted facilitator's hex gas key (never logged; or --facilitator-key-file)"},
+		{"TOLLGATE_PAYER_KEY", "tollgate pay: the payer's hex key (default: devnet test account #0)"},
+		{"CDP_API_KEY_ID, CDP_API_KEY_SECRET", "credentials for a Coinbase CDP --facilitator (a JWT is signed per request)"},
+		{"TOLLGATE_ADMIN", "tollgate healthcheck: the operator listener to ask (default " + defaultAdmin + ")"},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", e[0], e[1])
+	}
+	tw.Flush()
 }
 
 // build is what the binary's build info says of it.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +24,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -50,6 +53,10 @@ const (
 	usdcVersion   = "2"
 	usdcDecimals  = 6
 )
+
+// maxHeaderBytes bounds a request's headers: payment headers are a few
+// KiB.
+const maxHeaderBytes = 64 << 10
 
 // listeners are the sockets serve binds before wiring.
 type listeners struct {
@@ -127,6 +134,13 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	chainHTTP := &http.Client{Transport: metrics.Transport("chain", admin.JSONRPC, http.DefaultTransport.(*http.Transport).Clone())}
+	if cfg.Database == "" { // SQLite: this process alone owns the data dir
+		release, err := lockDataDir(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, release)
+	}
 	pay, err := newPayments(ctx, cfg, logger, ls.devnet, chainHTTP, metrics)
 	if err != nil {
 		return err
@@ -169,10 +183,9 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 	var model service.Model // nil: the embedded model only
 	if cfg.ForecastModel != "" {
-		conn, err := grpc.NewClient(strings.TrimPrefix(cfg.ForecastModel, "grpc://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithChainUnaryInterceptor(metrics.UnaryClient("model")))
+		conn, err := dialModel(cfg, metrics.UnaryClient("model"))
 		if err != nil {
-			return fmt.Errorf("--forecast-model: %w", err)
+			return err
 		}
 		cleanups = append(cleanups, func() { conn.Close() })
 		model = service.NewRemoteModel(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
@@ -225,13 +238,22 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	limiter, err := gateway.NewLimiter(cfg.Limits)
+	if err != nil {
+		return err
+	}
+	// Outside in: the access log sees every answer (429s too); the metrics
+	// time it; the limiter refuses floods before a signature is checked;
+	// oversized headers get the JSON 431; then the payment gate.
+	public := gateway.AccessLog(logger, metrics.Instrument(gateway.RouteOf(cat),
+		limiter.Handler(gateway.LimitHeaderBytes(maxHeaderBytes, gate.Handler(gw)))))
 	httpSrv := &http.Server{
-		Handler:           gateway.AccessLog(logger, metrics.Instrument(gateway.RouteOf(cat), gate.Handler(gw))),
+		Handler:           public,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      cfg.RequestTimeout + 60*time.Second, // room for verify and settlement around the handler
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10, // payment headers are a few KiB
+		MaxHeaderBytes:    1 << 20, // net/http's own limit (plain-text 431) sits above ours (JSON 431)
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 
@@ -254,6 +276,9 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		"http", ls.http.Addr().String(), "grpc", ls.grpc.Addr().String(), "admin", adminAddr,
 		"public_url", cfg.PublicURL, "data_dir", cfg.DataDir, "mode", pay.mode, "candles", candleSource.Name,
 		"pay_to", pay.terms.PayTo, "facilitator", pay.terms.Facilitator, "version", buildVersion())
+	for _, w := range cfg.warnings() {
+		logger.Warn(w)
+	}
 	if pay.banner != "" {
 		logger.Warn("DEVNET: a test chain; payments are not real money")
 		fmt.Fprint(os.Stderr, pay.banner)
@@ -616,6 +641,35 @@ func newEquities(cfg *config, metrics *admin.Metrics) (service.EquityBars, servi
 	return y, service.DataSource{Kind: "equities", Name: "yahoo-finance", Description: "Yahoo Finance chart API at " + cfg.equities.url}, nil
 }
 
+// dialModel connects to the remote forecasting model: grpc:// in the
+// clear (a private network), grpcs:// over TLS, verified against the
+// system roots or the PEM bundle of --forecast-model-ca.
+func dialModel(cfg *config, interceptors ...grpc.UnaryClientInterceptor) (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	target, tlsOn := strings.CutPrefix(cfg.ForecastModel, "grpcs://")
+	if tlsOn {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.ForecastModelCA != "" {
+			pem, err := os.ReadFile(cfg.ForecastModelCA)
+			if err != nil {
+				return nil, fmt.Errorf("--forecast-model-ca: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--forecast-model-ca %s: no PEM certificate in it", cfg.ForecastModelCA)
+			}
+		}
+		creds = credentials.NewTLS(tc)
+	} else {
+		target = strings.TrimPrefix(cfg.ForecastModel, "grpc://")
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(creds), grpc.WithChainUnaryInterceptor(interceptors...))
+	if err != nil {
+		return nil, fmt.Errorf("--forecast-model: %w", err)
+	}
+	return conn, nil
+}
+
 // readiness are the checks of /readyz: the store answers, the chain
 // answers with Base's chain id (the devnet's too), and the candle cache
 // has data (warmed here on first probe, so a fresh replica becomes ready
@@ -656,7 +710,18 @@ func dialTarget(addr net.Addr) string {
 func newLogger(cfg *config, out io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
+		opts.ReplaceAttr = readableDurations
 		return slog.New(slog.NewJSONHandler(out, opts))
 	}
 	return slog.New(slog.NewTextHandler(out, opts))
+}
+
+// readableDurations writes durations in JSON logs as Go duration text
+// ("1.204s", "850µs"), as the text format does, instead of integer
+// nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
