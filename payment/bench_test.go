@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
 )
@@ -35,11 +36,12 @@ func (nopLedger) Totals(context.Context) (map[string]payment.Totals, error) {
 }
 func (nopLedger) AddChallenges(context.Context, map[string]uint64) error { return nil }
 
-func challengeGate(b *testing.B) http.Handler {
+func challengeGate(b *testing.B, obs payment.Observer) http.Handler {
 	g, err := payment.NewGate(payment.GateConfig{
 		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
 		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
+		Observer: obs,
 	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "ETH regime", Valid: func(*http.Request) bool { return true }}},
 		nil, nopLedger{}, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -52,9 +54,14 @@ func challengeGate(b *testing.B) http.Handler {
 // PAYMENT-REQUIRED header, built per request for its resource URL) with a
 // bare net/http handler writing the same bytes, both served over loopback
 // HTTP with keep-alive clients in the same run (target: the gate at least
-// 0.6x the bare throughput; compare the req/s metrics).
+// 0.6x the bare throughput; compare the req/s metrics). "gate+metrics"
+// is the gate as serve runs it, with the Prometheus funnel observer and
+// the request counter and histogram around it: the cost of the metrics
+// on the 402 path is gate vs gate+metrics.
 func BenchmarkChallenge(b *testing.B) {
-	gate := challengeGate(b)
+	gate := challengeGate(b, nil)
+	m := admin.NewMetrics(admin.Build{}, nil)
+	instrumented := m.Instrument(func(*http.Request) string { return "GET /regime" }, challengeGate(b, m))
 	rec := httptest.NewRecorder()
 	gate.ServeHTTP(rec, httptest.NewRequest("GET", "/regime", nil))
 	body, header := rec.Body.Bytes(), rec.Header().Clone()
@@ -69,7 +76,7 @@ func BenchmarkChallenge(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		h    http.Handler
-	}{{"bare", bare}, {"gate", gate}} {
+	}{{"bare", bare}, {"gate", gate}, {"gate+metrics", instrumented}} {
 		b.Run(c.name, func(b *testing.B) {
 			srv := httptest.NewServer(c.h)
 			defer srv.Close()
