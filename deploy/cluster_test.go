@@ -170,7 +170,8 @@ func (p *process) tail(lines int) string {
 // replica is one `tollgate serve` of a cluster.
 type replica struct {
 	*process
-	base string // its own URL, bypassing the load balancer
+	base  string // its own URL, bypassing the load balancer
+	admin string // its operator listener
 }
 
 // cluster is the production layout of docs/storage.md on loopback: one
@@ -236,12 +237,13 @@ func startCluster(t testing.TB, cfg clusterConfig) *cluster {
 	lbAddr := freeAddr(t)
 	c.lb = "http://" + lbAddr
 	for i := range cfg.replicas {
-		addr := freeAddr(t)
-		r := &replica{base: "http://" + addr, process: &process{name: fmt.Sprintf("replica%d", i+1), path: c.bin, args: []string{
+		addr, adminAddr := freeAddr(t), freeAddr(t)
+		r := &replica{base: "http://" + addr, admin: "http://" + adminAddr, process: &process{name: fmt.Sprintf("replica%d", i+1), path: c.bin, args: []string{
 			"serve", "--devnet-url", c.devnetURL, "--database", database,
 			"--http", addr, "--grpc", freeAddr(t), "--public-url", c.lb,
 			"--data-dir", t.TempDir(), "--whale-interval", cfg.whaleInterval.String(), "--log-format", "json",
-			"--admin", freeAddr(t), "--trusted-proxies", "127.0.0.1", // HAProxy's X-Forwarded-For names the client
+			"--admin", adminAddr, "--drain-delay", "1500ms",
+			"--trusted-proxies", "127.0.0.1", // HAProxy's X-Forwarded-For names the client
 		}}}
 		r.args = append(r.args, cfg.serveArgs...)
 		run(r.process)
@@ -253,11 +255,14 @@ func startCluster(t testing.TB, cfg clusterConfig) *cluster {
 
 	env := []string{"TOLLGATE_LB_BIND=" + lbAddr}
 	for i := range 3 { // haproxy.cfg names three servers: fewer replicas are named more than once
-		env = append(env, fmt.Sprintf("TOLLGATE_REPLICA_%d=%s", i+1, strings.TrimPrefix(c.replicas[i%len(c.replicas)].base, "http://")))
+		r := c.replicas[i%len(c.replicas)]
+		_, adminPort, _ := net.SplitHostPort(strings.TrimPrefix(r.admin, "http://"))
+		env = append(env, fmt.Sprintf("TOLLGATE_REPLICA_%d=%s", i+1, strings.TrimPrefix(r.base, "http://")),
+			fmt.Sprintf("TOLLGATE_REPLICA_%d_ADMIN_PORT=%s", i+1, adminPort))
 	}
 	c.haproxy = &process{name: "haproxy", path: haproxy, args: []string{"-db", "-f", "haproxy.cfg"}, env: env}
 	run(c.haproxy)
-	waitFor(t, ctx, c.haproxy, func() error { return healthy(ctx, c.lb) })
+	waitFor(t, ctx, c.haproxy, func() error { return healthy(ctx, c.lb+"/health") })
 	return c
 }
 
@@ -274,7 +279,7 @@ func (c *cluster) restart(t testing.TB, r *replica) {
 
 func (c *cluster) waitHealthy(t testing.TB, ctx context.Context, r *replica) {
 	t.Helper()
-	waitFor(t, ctx, r.process, func() error { return healthy(ctx, r.base) })
+	waitFor(t, ctx, r.process, func() error { return healthy(ctx, r.admin+"/readyz") })
 }
 
 // sql opens the shared store for reading what the replicas wrote.
@@ -334,9 +339,9 @@ func waitFor(t testing.TB, ctx context.Context, p *process, ready func() error) 
 	}
 }
 
-// healthy is nil when base answers GET /health with 200.
-func healthy(ctx context.Context, base string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
+// healthy is nil when url answers GET with 200.
+func healthy(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -346,7 +351,7 @@ func healthy(ctx context.Context, base string) error {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /health: %d", resp.StatusCode)
+		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
 	}
 	return nil
 }

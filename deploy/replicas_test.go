@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,6 +278,34 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 			t.Errorf("the retries moved money: %d transfers, then %d", len(onChain), after)
 		}
 	})
+
+	t.Run("a replica shutting down is taken out on readiness before it stops listening", func(t *testing.T) {
+		// serve --drain-delay 1500ms: /readyz answers 503 at once, and the
+		// listeners stay open 1.5 s, in which HAProxy's checks (every 0.5 s,
+		// down after two) see a 503, not a refused connection.
+		r := c.replicas[2]
+		r.stop()
+		if lines := logLines(c.haproxy, "replicas/r3 is DOWN", "Layer7"); len(lines) == 0 {
+			t.Errorf("HAProxy did not take r3 out on a failed readiness check:\n%s", c.haproxy.tail(10))
+		}
+		c.restart(t, r)
+	})
+}
+
+// logLines are the lines of p's log holding every one of want.
+func logLines(p *process, want ...string) []string {
+	var out []string
+	raw, _ := os.ReadFile(p.log)
+next:
+	for _, line := range strings.Split(string(raw), "\n") {
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				continue next
+			}
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // sameToAll signs one payment and sends it to every replica at the same
