@@ -24,6 +24,8 @@ type Requirement struct {
 	Description  string
 	MimeType     string
 	Operation    string // the paid operation's name, for the metrics; not on the wire
+
+	discovery *discovery // the route's discovery fields, for challenges
 }
 
 // V2 returns r as an x402 v2 requirement.

@@ -54,6 +54,10 @@ type Route struct {
 	// invalid request is passed to the handler unpaid, which refuses it
 	// with 400, so bad input never meets payment logic.
 	Valid func(*http.Request) bool
+	// Discovery describes the operation's parameters and response for
+	// the challenge's discovery fields (v2 bazaar extension, v1
+	// outputSchema); nil says only "GET, returns JSON".
+	Discovery *Discovery
 }
 
 // GateConfig is the payment side of the deployment.
@@ -119,6 +123,7 @@ type Gate struct {
 type route struct {
 	Route
 	amount     *big.Int
+	discovery  *discovery
 	challenges atomic.Uint64
 	// The unpaid challenge, pre-encoded around the one part that varies
 	// per request (the resource URL): the hot path splices, never marshals.
@@ -150,7 +155,11 @@ func NewGate(cfg GateConfig, routes []Route, f Facilitator, l Ledger, audit *Aud
 		if err != nil {
 			return nil, fmt.Errorf("gate: route %s: %w", r.Name, err)
 		}
-		rt := &route{Route: r, amount: amount}
+		disc, err := newDiscovery(r.Pattern, r.Discovery)
+		if err != nil {
+			return nil, fmt.Errorf("gate: route %s: discovery: %w", r.Name, err)
+		}
+		rt := &route{Route: r, amount: amount, discovery: disc}
 		req := g.requirementFor(rt, "tollgate-resource-url")
 		v1, v2 := g.challengeObjects(req, errNoPayment)
 		for i, v := range []any{v1, v2} {
@@ -762,6 +771,7 @@ func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 		Asset: g.cfg.Asset, AssetName: g.cfg.AssetName, AssetVersion: g.cfg.AssetVersion,
 		PayTo: g.cfg.PayTo, Amount: rt.amount, MaxTimeout: g.cfg.MaxTimeout,
 		Resource: resource, Description: rt.Description, MimeType: "application/json", Operation: rt.Name,
+		discovery: rt.discovery,
 	}
 }
 
@@ -825,7 +835,12 @@ func (g *Gate) writeChallenge(w http.ResponseWriter, req *Requirement, why *Veri
 }
 
 // challengeObjects builds the v1 body and the v2 header object of a 402.
+// Their discovery fields were rendered once, with the route.
 func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1, RequiredV2) {
+	d := req.discovery
+	if d == nil { // a requirement made outside NewGate's routes
+		d, _ = newDiscovery("GET /", nil)
+	}
 	v1 := RequiredV1{
 		X402Version: 1,
 		Error:       why.Reason,
@@ -834,11 +849,8 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 			Scheme: "exact", Network: req.NetworkV1, MaxAmountRequired: req.Amount.String(), Resource: req.Resource,
 			Description: req.Description, MimeType: req.MimeType, PayTo: req.PayTo.Hex(),
 			MaxTimeoutSeconds: req.MaxTimeout, Asset: req.Asset.Hex(),
-			Extra: Extra{Name: req.AssetName, Version: req.AssetVersion},
-			OutputSchema: map[string]any{
-				"input":  map[string]any{"type": "http", "method": "GET", "discoverable": true},
-				"output": map[string]any{"type": "json"},
-			},
+			Extra:        Extra{Name: req.AssetName, Version: req.AssetVersion},
+			OutputSchema: d.v1,
 		}},
 	}
 	v2 := RequiredV2{
@@ -846,30 +858,9 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		Error:       why.Reason,
 		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
 		Accepts:     []RequirementsV2{req.V2()},
-		Extensions:  map[string]any{"bazaar": bazaar(req)},
+		Extensions:  map[string]any{"bazaar": d.bazaar},
 	}
 	return v1, v2
-}
-
-// bazaar is the x402 v2 discovery extension: how to call the resource and
-// what it returns, with the JSON Schema of that description.
-func bazaar(req *Requirement) map[string]any {
-	return map[string]any{
-		"info": map[string]any{
-			"input":  map[string]any{"type": "http", "method": "GET"},
-			"output": map[string]any{"type": "json"},
-		},
-		"schema": map[string]any{
-			"$schema": "https://json-schema.org/draft/2020-12/schema",
-			"type":    "object",
-			"properties": map[string]any{
-				"input": map[string]any{"type": "object", "properties": map[string]any{
-					"type": map[string]any{"const": "http"}, "method": map[string]any{"const": "GET"}}, "required": []string{"type", "method"}},
-				"output": map[string]any{"type": "object"},
-			},
-			"required": []string{"input"},
-		},
-	}
 }
 
 // settleFailed answers a refused or pending settlement: 402, the reason,

@@ -1,0 +1,192 @@
+package payment
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Discovery describes how to call a paid operation and what it returns,
+// for x402 discovery: the bazaar extension of the v2 challenge
+// (specs/extensions/bazaar.md, the shape @x402/extensions declares) and
+// the outputSchema of the v1 one. The gate renders it once per route.
+type Discovery struct {
+	// Params are the operation's path and query parameters; together they
+	// are every parameter it accepts.
+	Params []Param
+	// Output is the JSON Schema (draft 2020-12) of a successful response's
+	// body. It must be self-contained: no $ref or $id outside itself.
+	Output map[string]any
+}
+
+// Param is one path or query parameter of a paid operation.
+type Param struct {
+	// Name is the parameter's name in the path template or the query.
+	Name string
+	// In is "path" or "query".
+	In string
+	// Required is true for path parameters.
+	Required bool
+	// Description says what the parameter means.
+	Description string
+	// Schema is the JSON Schema of its value: type, enum, pattern,
+	// minimum, maximum, default.
+	Schema map[string]any
+	// Example is a value the operation accepts, shown in the bazaar's
+	// info.input; it must satisfy Schema.
+	Example any
+}
+
+// discovery is a route's description rendered for the wire, once.
+type discovery struct {
+	bazaar json.RawMessage // v2 extensions.bazaar
+	v1     map[string]any  // v1 accepts[].outputSchema
+}
+
+// jsonSchemaDialect is the $schema of the bazaar extension's schema.
+const jsonSchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+
+// newDiscovery renders d for the route with the net/http pattern
+// ("GET /rugcheck/{addr}"). A nil d describes a GET that returns JSON,
+// with no parameters declared.
+func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		method, path = "GET", pattern
+	}
+	if d == nil {
+		d = &Discovery{}
+	}
+	query, queryExamples, queryRequired := map[string]any{}, map[string]any{}, []string{}
+	pathProps, pathExamples, pathRequired := map[string]any{}, map[string]any{}, []string{}
+	v1Query, v1Path := map[string]any{}, map[string]any{}
+	for _, p := range d.Params {
+		props, examples, required, v1 := query, queryExamples, &queryRequired, v1Query
+		switch p.In {
+		case "query":
+		case "path":
+			props, examples, required, v1 = pathProps, pathExamples, &pathRequired, v1Path
+		default:
+			return nil, fmt.Errorf("parameter %s: in %q is neither path nor query", p.Name, p.In)
+		}
+		if _, dup := props[p.Name]; dup {
+			return nil, fmt.Errorf("parameter %s: declared twice", p.Name)
+		}
+		prop := make(map[string]any, len(p.Schema)+1)
+		for k, v := range p.Schema {
+			prop[k] = v
+		}
+		if p.Description != "" {
+			prop["description"] = p.Description
+		}
+		props[p.Name] = prop
+		if p.Example != nil {
+			examples[p.Name] = p.Example
+		}
+		if p.Required {
+			*required = append(*required, p.Name)
+		}
+		v1[p.Name] = paramText(p)
+	}
+
+	input := map[string]any{"type": "http", "method": method, "queryParams": queryExamples}
+	inputSchema := map[string]any{
+		"type":        map[string]any{"type": "string", "const": "http"},
+		"method":      map[string]any{"type": "string", "enum": []string{method}},
+		"queryParams": paramsSchema(query, queryRequired),
+	}
+	ext := map[string]any{}
+	if len(pathProps) > 0 {
+		input["pathParams"] = pathExamples
+		inputSchema["pathParams"] = paramsSchema(pathProps, pathRequired)
+		ext["routeTemplate"] = routeTemplate(path)
+	}
+	output := map[string]any{"type": "object", "properties": map[string]any{"type": map[string]any{"type": "string"}}, "required": []string{"type"}}
+	if d.Output != nil {
+		output["properties"].(map[string]any)["example"] = d.Output
+	}
+	ext["info"] = map[string]any{"input": input, "output": map[string]any{"type": "json"}}
+	ext["schema"] = map[string]any{
+		"$schema": jsonSchemaDialect,
+		"type":    "object",
+		"properties": map[string]any{
+			"input":  map[string]any{"type": "object", "properties": inputSchema, "required": []string{"type", "method"}, "additionalProperties": false},
+			"output": output,
+		},
+		"required": []string{"input"},
+	}
+	bazaar, err := json.Marshal(ext)
+	if err != nil {
+		return nil, err
+	}
+
+	v1Input := map[string]any{"type": "http", "method": method, "discoverable": true, "queryParams": v1Query}
+	if len(v1Path) > 0 {
+		v1Input["pathParams"] = v1Path
+	}
+	v1Output := d.Output
+	if v1Output == nil {
+		v1Output = map[string]any{"type": "object"}
+	}
+	return &discovery{bazaar: bazaar, v1: map[string]any{"input": v1Input, "output": v1Output}}, nil
+}
+
+// routeTemplate writes a net/http path pattern the way the bazaar
+// extension does: "/rugcheck/{addr}" is "/rugcheck/:addr".
+func routeTemplate(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			segs[i] = ":" + strings.TrimSuffix(s[1:len(s)-1], "...")
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// paramsSchema is the JSON Schema of a parameter map: exactly these
+// properties, the required ones present.
+func paramsSchema(props map[string]any, required []string) map[string]any {
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// paramText describes a parameter in one string, the form x402 v1 gives
+// outputSchema.input.queryParams (a map of names to strings):
+// "integer, 1 to 48, default 24: Hours to forecast".
+func paramText(p Param) string {
+	parts := []string{fmt.Sprint(p.Schema["type"])}
+	if e, ok := p.Schema["enum"].([]any); ok {
+		vals := make([]string, len(e))
+		for i, v := range e {
+			vals[i] = fmt.Sprint(v)
+		}
+		parts = append(parts, "one of "+strings.Join(vals, ", "))
+	}
+	if s, ok := p.Schema["pattern"]; ok {
+		parts = append(parts, fmt.Sprint("matching ", s))
+	}
+	lo, hasLo := p.Schema["minimum"]
+	hi, hasHi := p.Schema["maximum"]
+	switch {
+	case hasLo && hasHi:
+		parts = append(parts, fmt.Sprint(lo, " to ", hi))
+	case hasLo:
+		parts = append(parts, fmt.Sprint("at least ", lo))
+	case hasHi:
+		parts = append(parts, fmt.Sprint("at most ", hi))
+	}
+	if v, ok := p.Schema["default"]; ok {
+		parts = append(parts, fmt.Sprint("default ", v))
+	}
+	if p.Required {
+		parts = append(parts, "required")
+	}
+	s := strings.Join(parts, ", ")
+	if p.Description != "" {
+		s += ": " + p.Description
+	}
+	return s
+}
