@@ -311,3 +311,55 @@ func maps(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// TestWellKnownMatchesChallenge checks that /.well-known/x402 describes
+// every paid operation as its 402 does: the same parameter schemas, the
+// same response schema, the same route template.
+func TestWellKnownMatchesChallenge(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	srv := paidServer(t, s)
+	r := s.do(t, "GET", "/.well-known/x402")
+	var wk struct {
+		Items []struct {
+			Resource      string         `json:"resource"`
+			Method        string         `json:"method"`
+			Input         map[string]any `json:"input"`
+			Output        map[string]any `json:"output"`
+			RouteTemplate string         `json:"routeTemplate"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(r.body, &wk); err != nil || r.status != http.StatusOK {
+		t.Fatalf("/.well-known/x402: %d %s", r.status, r.body)
+	}
+	cat, _ := catalog.Load()
+	paid := cat.Paid()
+	if len(wk.Items) != len(paid) {
+		t.Fatalf("%d items, want %d", len(wk.Items), len(paid))
+	}
+	for i, op := range paid {
+		t.Run(op.Name, func(t *testing.T) {
+			t.Parallel()
+			item := wk.Items[i]
+			if item.Resource != publicURL+op.Path() || item.Method != "GET" {
+				t.Fatalf("item %d is %s %s, want GET %s", i, item.Method, item.Resource, publicURL+op.Path())
+			}
+			ext := at(getChallenge(t, srv.URL+exampleURL(t, op)).v2, "extensions", "bazaar")
+			input := at(ext, "schema", "properties", "input", "properties")
+			if at(item.Input, "type") != "http" || at(item.Input, "method") != "GET" {
+				t.Errorf("input = %v", item.Input)
+			}
+			for _, where := range []string{"queryParams", "pathParams"} {
+				if got, want := item.Input[where], at(input, where); !reflect.DeepEqual(got, want) {
+					t.Errorf("input.%s = %v\nthe 402 has %v", where, got, want)
+				}
+			}
+			if got, want := at(item.Output, "schema"), at(ext, "schema", "properties", "output", "properties", "example"); at(item.Output, "type") != "json" || !reflect.DeepEqual(got, want) {
+				t.Errorf("output differs from the 402's response schema")
+			}
+			if want, _ := at(ext, "routeTemplate").(string); item.RouteTemplate != want {
+				t.Errorf("routeTemplate = %q, the 402 has %q", item.RouteTemplate, want)
+			}
+		})
+	}
+}

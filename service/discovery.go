@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tollgate/tollgate/gen/openapi"
@@ -131,7 +133,9 @@ func NewDiscovery(cfg DiscoveryConfig, cat *catalog.Catalog, counters Counters) 
 	}
 	d.openapi, d.apiVersion = doc, version
 	d.project = d.buildProject()
-	d.x402 = d.buildX402()
+	if d.x402, err = d.buildX402(openapi.Document()); err != nil {
+		return nil, err
+	}
 	d.llms = d.buildLLMs()
 	d.demos = demos()
 	for _, op := range cat.Paid() {
@@ -336,7 +340,16 @@ func parameter(p catalog.Param) *tollgatev1.Parameter {
 	return out
 }
 
-func (d *Discovery) buildX402() *tollgatev1.GetX402DiscoveryResponse {
+// buildX402 lists the paid operations for /.well-known/x402, each with
+// its input and output read from the OpenAPI document doc: the JSON
+// Schemas of its parameters and of its response, as the bazaar extension
+// of its 402 declares them (gateway.PaidRoutes reads the same document
+// for the gate; a gateway test holds the two equal).
+func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse, error) {
+	var api openAPIDocument
+	if err := json.Unmarshal(doc, &api); err != nil {
+		return nil, fmt.Errorf("openapi document: %w", err)
+	}
 	x := &tollgatev1.GetX402DiscoveryResponse{
 		Version:      1,
 		Instructions: payHowTo,
@@ -344,17 +357,180 @@ func (d *Discovery) buildX402() *tollgatev1.GetX402DiscoveryResponse {
 		Llms:         d.base + "/llms.txt",
 	}
 	for _, op := range d.cat.Paid() {
+		input, output, err := api.describe(op)
+		if err != nil {
+			return nil, fmt.Errorf("openapi document: %s: %w", op.Name, err)
+		}
+		in, err := structpb.NewStruct(input)
+		if err != nil {
+			return nil, err
+		}
+		out, err := structpb.NewStruct(output)
+		if err != nil {
+			return nil, err
+		}
 		x.Resources = append(x.Resources, d.base+op.Path())
 		x.Items = append(x.Items, &tollgatev1.X402Resource{
-			Resource:    d.base + op.Path(),
-			Method:      op.HTTPMethod,
-			PriceUsd:    op.PriceUSD,
-			Network:     network,
-			MimeType:    "application/json",
-			Description: op.Summary,
+			Resource:      d.base + op.Path(),
+			Method:        op.HTTPMethod,
+			PriceUsd:      op.PriceUSD,
+			Network:       network,
+			MimeType:      "application/json",
+			Description:   op.Summary,
+			Input:         in,
+			Output:        out,
+			RouteTemplate: routeTemplate(op),
 		})
 	}
-	return x
+	return x, nil
+}
+
+// openAPIDocument is what /.well-known/x402 reads of the OpenAPI document.
+type openAPIDocument struct {
+	Paths map[string]map[string]struct {
+		Parameters []struct {
+			Name        string `json:"name"`
+			In          string `json:"in"`
+			Required    bool   `json:"required"`
+			Description string `json:"description"`
+			Schema      any    `json:"schema"`
+		} `json:"parameters"`
+		Responses map[string]struct {
+			Content map[string]struct {
+				Schema any `json:"schema"`
+			} `json:"content"`
+		} `json:"responses"`
+	} `json:"paths"`
+	Components struct {
+		Schemas map[string]any `json:"schemas"`
+	} `json:"components"`
+}
+
+// describe returns the input and output of op's primary path, in the
+// shape of X402Resource.input and .output.
+func (a *openAPIDocument) describe(op *catalog.Operation) (input, output map[string]any, err error) {
+	get, ok := a.Paths[op.Path()]["get"]
+	if !ok {
+		return nil, nil, fmt.Errorf("no GET %s", op.Path())
+	}
+	params := map[string]map[string]any{}
+	for _, p := range get.Parameters {
+		m := params[p.In]
+		if m == nil {
+			m = map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
+			params[p.In] = m
+		}
+		s, err := a.plain(p.Schema, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		prop, _ := s.(map[string]any)
+		if prop == nil {
+			return nil, nil, fmt.Errorf("parameter %s has no schema", p.Name)
+		}
+		if p.Description != "" {
+			prop["description"] = p.Description
+		}
+		m["properties"].(map[string]any)[p.Name] = prop
+		if p.Required {
+			req, _ := m["required"].([]any)
+			m["required"] = append(req, p.Name)
+		}
+	}
+	input = map[string]any{"type": "http", "method": op.HTTPMethod}
+	query := params[catalog.InQuery]
+	if query == nil {
+		query = map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
+	}
+	input["queryParams"] = query
+	if m := params[catalog.InPath]; m != nil {
+		input["pathParams"] = m
+	}
+	schema, err := a.plain(get.Responses["200"].Content["application/json"].Schema, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return input, map[string]any{"type": "json", "schema": schema}, nil
+}
+
+// plain returns schema as self-contained JSON Schema: every
+// "#/components/schemas/X" replaced by X (keywords beside the $ref
+// override X's), without OpenAPI's data-type formats (int32, double, ...).
+// seen holds the names being inlined, to refuse recursion.
+func (a *openAPIDocument) plain(schema any, seen []string) (any, error) {
+	switch v := schema.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			var err error
+			if out[i], err = a.plain(e, seen); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case map[string]any:
+		out := map[string]any{}
+		if ref, ok := v["$ref"].(string); ok {
+			name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+			target, found := a.Components.Schemas[name]
+			if !ok || !found || slices.Contains(seen, name) {
+				return nil, fmt.Errorf("$ref %q cannot be inlined", ref)
+			}
+			r, err := a.plain(target, append(seen, name))
+			if err != nil {
+				return nil, err
+			}
+			m, ok := r.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("$ref %q is not a schema object", ref)
+			}
+			for k, e := range m {
+				out[k] = e
+			}
+		}
+		for k, e := range v {
+			switch {
+			case k == "$ref":
+				continue
+			case k == "format" && openAPIFormat(e):
+				continue
+			}
+			var err error
+			if out[k], err = a.plain(e, seen); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	default:
+		return v, nil
+	}
+}
+
+// openAPIFormat reports whether f is one of the formats OpenAPI adds to
+// JSON Schema's for its data types.
+func openAPIFormat(f any) bool {
+	switch f {
+	case "int32", "int64", "float", "double", "byte", "binary", "password":
+		return true
+	}
+	return false
+}
+
+// routeTemplate writes op's path the way the bazaar extension does,
+// "/rugcheck/:addr"; "" when it has no path parameter.
+func routeTemplate(op *catalog.Operation) string {
+	segs := strings.Split(op.Path(), "/")
+	vars := false
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			name, _, _ := strings.Cut(s[1:len(s)-1], "=")
+			segs[i], vars = ":"+name, true
+		}
+	}
+	if !vars {
+		return ""
+	}
+	return strings.Join(segs, "/")
 }
 
 func (d *Discovery) buildLLMs() []byte {

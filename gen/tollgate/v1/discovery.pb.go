@@ -1579,9 +1579,21 @@ type X402Resource struct {
 	Method   string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
 	PriceUsd string                 `protobuf:"bytes,3,opt,name=price_usd,json=priceUsd,proto3" json:"price_usd,omitempty"`
 	// Chain of payment, CAIP-2.
-	Network       string `protobuf:"bytes,4,opt,name=network,proto3" json:"network,omitempty"`
-	MimeType      string `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	Network     string `protobuf:"bytes,4,opt,name=network,proto3" json:"network,omitempty"`
+	MimeType    string `protobuf:"bytes,5,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Description string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	// How to call it: {"type": "http", "method": "GET", "queryParams": S,
+	// "pathParams": S}, each S the JSON Schema of that parameter map (every
+	// parameter with its type, enum, pattern, minimum, maximum, default and
+	// description; pathParams only when the path has parameters). The same
+	// as the input the bazaar extension of its 402 declares.
+	Input *structpb.Struct `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// What it returns: {"type": "json", "schema": S}, S the JSON Schema of
+	// a successful response, the one the bazaar extension of its 402 holds.
+	Output *structpb.Struct `protobuf:"bytes,8,opt,name=output,proto3" json:"output,omitempty"`
+	// The path with ":name" for each path parameter ("/rugcheck/:addr"),
+	// the bazaar extension's routeTemplate; empty when it has none.
+	RouteTemplate string `protobuf:"bytes,9,opt,name=route_template,json=routeTemplate,proto3" json:"route_template,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1654,6 +1666,27 @@ func (x *X402Resource) GetMimeType() string {
 func (x *X402Resource) GetDescription() string {
 	if x != nil {
 		return x.Description
+	}
+	return ""
+}
+
+func (x *X402Resource) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *X402Resource) GetOutput() *structpb.Struct {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *X402Resource) GetRouteTemplate() string {
+	if x != nil {
+		return x.RouteTemplate
 	}
 	return ""
 }
@@ -2378,14 +2411,17 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x05items\x18\x03 \x03(\v2\x19.tollgate.v1.X402ResourceR\x05items\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x18\n" +
 	"\aopenapi\x18\x05 \x01(\tR\aopenapi\x12\x12\n" +
-	"\x04llms\x18\x06 \x01(\tR\x04llms\"\xb8\x01\n" +
+	"\x04llms\x18\x06 \x01(\tR\x04llms\"\xbf\x02\n" +
 	"\fX402Resource\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x1b\n" +
 	"\tprice_usd\x18\x03 \x01(\tR\bpriceUsd\x12\x18\n" +
 	"\anetwork\x18\x04 \x01(\tR\anetwork\x12\x1b\n" +
 	"\tmime_type\x18\x05 \x01(\tR\bmimeType\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\"\x13\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\x12-\n" +
+	"\x05input\x18\a \x01(\v2\x17.google.protobuf.StructR\x05input\x12/\n" +
+	"\x06output\x18\b \x01(\v2\x17.google.protobuf.StructR\x06output\x12%\n" +
+	"\x0eroute_template\x18\t \x01(\tR\rrouteTemplate\"\x13\n" +
 	"\x11GetMetricsRequest\"\xf1\x01\n" +
 	"\x12GetMetricsResponse\x12$\n" +
 	"\x05as_of\x18\x01 \x01(\tB\x0f\x9a\xb5\x18\vR\tdate-timeR\x04asOf\x125\n" +
@@ -2516,9 +2552,9 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetRegimeResponse)(nil),        // 36: tollgate.v1.GetRegimeResponse
 	(*GetLanesResponse)(nil),         // 37: tollgate.v1.GetLanesResponse
 	(*GetForecastResponse)(nil),      // 38: tollgate.v1.GetForecastResponse
-	(*wrapperspb.UInt32Value)(nil),   // 39: google.protobuf.UInt32Value
-	(*wrapperspb.DoubleValue)(nil),   // 40: google.protobuf.DoubleValue
-	(*structpb.Struct)(nil),          // 41: google.protobuf.Struct
+	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
+	(*wrapperspb.UInt32Value)(nil),   // 40: google.protobuf.UInt32Value
+	(*wrapperspb.DoubleValue)(nil),   // 41: google.protobuf.DoubleValue
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
 	9,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
@@ -2539,35 +2575,37 @@ var file_tollgate_v1_discovery_proto_depIdxs = []int32{
 	37, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
 	38, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
 	20, // 17: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	24, // 18: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	24, // 19: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	23, // 20: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
-	39, // 21: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
-	40, // 22: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	27, // 23: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	41, // 24: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	28, // 25: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 26: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 27: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 28: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	12, // 29: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	14, // 30: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	16, // 31: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	18, // 32: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	21, // 33: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 34: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 35: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 36: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	13, // 37: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	15, // 38: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	17, // 39: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	19, // 40: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	22, // 41: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	34, // [34:42] is the sub-list for method output_type
-	26, // [26:34] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	39, // 18: tollgate.v1.X402Resource.input:type_name -> google.protobuf.Struct
+	39, // 19: tollgate.v1.X402Resource.output:type_name -> google.protobuf.Struct
+	24, // 20: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	24, // 21: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	23, // 22: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
+	40, // 23: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
+	41, // 24: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	27, // 25: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	39, // 26: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	28, // 27: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 28: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 29: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 30: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	12, // 31: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	14, // 32: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	16, // 33: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	18, // 34: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	21, // 35: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 36: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 37: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 38: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	13, // 39: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	15, // 40: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	17, // 41: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	19, // 42: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	22, // 43: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	36, // [36:44] is the sub-list for method output_type
+	28, // [28:36] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
