@@ -1,14 +1,18 @@
-// Pays one Tollgate resource with each official x402 client and prints a
-// JSON line per client: {client, status, body, settlement}.
+// Checks the discovery of every paid resource with the official bazaar
+// code (bazaar.mjs), then pays one Tollgate resource with each official
+// x402 client and prints a JSON line per client: {client, status, body,
+// settlement}.
 //   node pay.mjs BASE_URL PRIVATE_KEY
 import { privateKeyToAccount } from "viem/accounts";
 import { wrapFetchWithPayment as wrapV1, decodeXPaymentResponse } from "x402-fetch";
 import { x402Client } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment as wrapV2 } from "@x402/fetch";
+import { checkDiscovery } from "./bazaar.mjs";
 
 const [base, pk] = process.argv.slice(2);
 const account = privateKeyToAccount(pk);
+await checkDiscovery(base);
 
 async function report(client, res, header) {
   const body = await res.text();
