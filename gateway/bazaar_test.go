@@ -285,12 +285,31 @@ func TestChallengeDescribesOperation(t *testing.T) {
 				t.Fatalf("response schema = %v", output)
 			}
 			accepts, _ := c.v1["accepts"].([]any)
-			if len(accepts) != 1 || !reflect.DeepEqual(at(accepts[0], "outputSchema", "output"), output) {
+			if len(accepts) != 1 || !reflect.DeepEqual(withoutDescriptions(at(accepts[0], "outputSchema", "output")), output) {
 				t.Fatalf("v1 outputSchema.output is not the v2 response schema")
+			}
+			if d, _ := at(accepts[0], "outputSchema", "output", "description").(string); d == "" {
+				t.Errorf("v1 outputSchema.output has no description")
 			}
 			if at(accepts[0], "outputSchema", "input", "discoverable") != true || at(accepts[0], "outputSchema", "input", "method") != "GET" {
 				t.Errorf("v1 outputSchema.input = %v", at(accepts[0], "outputSchema", "input"))
 			}
+			// v2 clients (@x402/core) echo the extensions in their payment:
+			// such a header must still be one the gate accepts.
+			echo, err := json.Marshal(map[string]any{
+				"x402Version": 2, "resource": c.v2["resource"], "accepted": at(c.v2, "accepts").([]any)[0], "extensions": c.v2["extensions"],
+				"payload": map[string]any{"signature": "0x" + strings.Repeat("ab", 65), "authorization": map[string]any{
+					"from": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "to": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+					"value": "500000", "validAfter": "0", "validBefore": "1900000000", "nonce": "0x" + strings.Repeat("cd", 32),
+				}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := payment.DecodeHeader(base64.StdEncoding.EncodeToString(echo), 2); err != nil {
+				t.Errorf("a v2 payment echoing the extension is refused: %v", err)
+			}
+
 			demo := s.do(t, "GET", "/demo/"+op.Name)
 			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(demo.body))
 			if err != nil {
@@ -301,6 +320,40 @@ func TestChallengeDescribesOperation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutDescriptions drops the description keywords of a JSON Schema,
+// as the v2 extension does (properties called "description" stay).
+func withoutDescriptions(s any) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		if list, ok := s.([]any); ok {
+			out := make([]any, len(list))
+			for i, e := range list {
+				out[i] = withoutDescriptions(e)
+			}
+			return out
+		}
+		return s
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		switch {
+		case k == "description":
+			if _, text := v.(string); text {
+				continue
+			}
+		case k == "properties":
+			props := map[string]any{}
+			for name, p := range v.(map[string]any) {
+				props[name] = withoutDescriptions(p)
+			}
+			out[k] = props
+			continue
+		}
+		out[k] = withoutDescriptions(v)
+	}
+	return out
 }
 
 // maps returns a shallow copy of m.
@@ -354,7 +407,7 @@ func TestWellKnownMatchesChallenge(t *testing.T) {
 					t.Errorf("input.%s = %v\nthe 402 has %v", where, got, want)
 				}
 			}
-			if got, want := at(item.Output, "schema"), at(ext, "schema", "properties", "output", "properties", "example"); at(item.Output, "type") != "json" || !reflect.DeepEqual(got, want) {
+			if got, want := withoutDescriptions(at(item.Output, "schema")), at(ext, "schema", "properties", "output", "properties", "example"); at(item.Output, "type") != "json" || !reflect.DeepEqual(got, want) {
 				t.Errorf("output differs from the 402's response schema")
 			}
 			if want, _ := at(ext, "routeTemplate").(string); item.RouteTemplate != want {

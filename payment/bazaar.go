@@ -15,7 +15,10 @@ type Discovery struct {
 	// are every parameter it accepts.
 	Params []Param
 	// Output is the JSON Schema (draft 2020-12) of a successful response's
-	// body. It must be self-contained: no $ref or $id outside itself.
+	// body. It must be self-contained: no $ref or $id outside itself. The
+	// v1 body carries it whole; the v2 extension without its descriptions,
+	// since v2 clients echo the extension in their payment header, which
+	// must stay under the size the gate accepts (and proxies pass).
 	Output map[string]any
 }
 
@@ -103,7 +106,7 @@ func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
 	}
 	output := map[string]any{"type": "object", "properties": map[string]any{"type": map[string]any{"type": "string"}}, "required": []string{"type"}}
 	if d.Output != nil {
-		output["properties"].(map[string]any)["example"] = d.Output
+		output["properties"].(map[string]any)["example"] = withoutDescriptions(d.Output)
 	}
 	ext["info"] = map[string]any{"input": input, "output": map[string]any{"type": "json"}}
 	ext["schema"] = map[string]any{
@@ -129,6 +132,45 @@ func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
 		v1Output = map[string]any{"type": "object"}
 	}
 	return &discovery{bazaar: bazaar, v1: map[string]any{"input": v1Input, "output": v1Output}}, nil
+}
+
+// withoutDescriptions returns a copy of the JSON Schema s without its
+// description keywords, keeping properties that happen to be called
+// "description".
+func withoutDescriptions(s any) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch k {
+		case "description":
+			if _, text := v.(string); text {
+				continue
+			}
+		case "properties", "patternProperties", "$defs":
+			if props, ok := v.(map[string]any); ok {
+				sub := make(map[string]any, len(props))
+				for name, p := range props {
+					sub[name] = withoutDescriptions(p)
+				}
+				v = sub
+			}
+		case "items", "additionalProperties", "not", "contains", "if", "then", "else":
+			v = withoutDescriptions(v)
+		case "oneOf", "anyOf", "allOf", "prefixItems":
+			if list, ok := v.([]any); ok {
+				sub := make([]any, len(list))
+				for i, p := range list {
+					sub[i] = withoutDescriptions(p)
+				}
+				v = sub
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // routeTemplate writes a net/http path pattern the way the bazaar
