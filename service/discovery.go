@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -343,12 +342,13 @@ func parameter(p catalog.Param) *tollgatev1.Parameter {
 // buildX402 lists the paid operations for /.well-known/x402, each with
 // its input and output read from the OpenAPI document doc: the JSON
 // Schemas of its parameters and of its response, as the bazaar extension
-// of its 402 declares them (gateway.PaidRoutes reads the same document
-// for the gate; a gateway test holds the two equal).
+// of its 402 declares them (gateway.PaidRoutes reads the same document,
+// through the same [catalog.OpenAPI], for the gate; a gateway test holds
+// the two equal).
 func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse, error) {
-	var api openAPIDocument
-	if err := json.Unmarshal(doc, &api); err != nil {
-		return nil, fmt.Errorf("openapi document: %w", err)
+	api, err := catalog.ParseOpenAPI(doc)
+	if err != nil {
+		return nil, err
 	}
 	x := &tollgatev1.GetX402DiscoveryResponse{
 		Version:      1,
@@ -357,7 +357,7 @@ func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse,
 		Llms:         d.base + "/llms.txt",
 	}
 	for _, op := range d.cat.Paid() {
-		input, output, err := api.describe(op)
+		input, output, err := describe(api, op)
 		if err != nil {
 			return nil, fmt.Errorf("openapi document: %s: %w", op.Name, err)
 		}
@@ -385,49 +385,21 @@ func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse,
 	return x, nil
 }
 
-// openAPIDocument is what /.well-known/x402 reads of the OpenAPI document.
-type openAPIDocument struct {
-	Paths map[string]map[string]struct {
-		Parameters []struct {
-			Name        string `json:"name"`
-			In          string `json:"in"`
-			Required    bool   `json:"required"`
-			Description string `json:"description"`
-			Schema      any    `json:"schema"`
-		} `json:"parameters"`
-		Responses map[string]struct {
-			Content map[string]struct {
-				Schema any `json:"schema"`
-			} `json:"content"`
-		} `json:"responses"`
-	} `json:"paths"`
-	Components struct {
-		Schemas map[string]any `json:"schemas"`
-	} `json:"components"`
-}
-
-// describe returns the input and output of op's primary path, in the
-// shape of X402Resource.input and .output.
-func (a *openAPIDocument) describe(op *catalog.Operation) (input, output map[string]any, err error) {
-	get, ok := a.Paths[op.Path()]["get"]
-	if !ok {
-		return nil, nil, fmt.Errorf("no GET %s", op.Path())
+// describe returns the input and output of op's primary path, read from
+// api, in the shape of X402Resource.input and .output.
+func describe(api *catalog.OpenAPI, op *catalog.Operation) (input, output map[string]any, err error) {
+	ps, response, err := api.Operation(op.Path())
+	if err != nil {
+		return nil, nil, err
 	}
 	params := map[string]map[string]any{}
-	for _, p := range get.Parameters {
+	for _, p := range ps {
 		m := params[p.In]
 		if m == nil {
 			m = map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false}
 			params[p.In] = m
 		}
-		s, err := a.plain(p.Schema, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		prop, _ := s.(map[string]any)
-		if prop == nil {
-			return nil, nil, fmt.Errorf("parameter %s has no schema", p.Name)
-		}
+		prop := p.Schema
 		if p.Description != "" {
 			prop["description"] = p.Description
 		}
@@ -446,74 +418,7 @@ func (a *openAPIDocument) describe(op *catalog.Operation) (input, output map[str
 	if m := params[catalog.InPath]; m != nil {
 		input["pathParams"] = m
 	}
-	schema, err := a.plain(get.Responses["200"].Content["application/json"].Schema, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return input, map[string]any{"type": "json", "schema": schema}, nil
-}
-
-// plain returns schema as self-contained JSON Schema: every
-// "#/components/schemas/X" replaced by X (keywords beside the $ref
-// override X's), without OpenAPI's data-type formats (int32, double, ...).
-// seen holds the names being inlined, to refuse recursion.
-func (a *openAPIDocument) plain(schema any, seen []string) (any, error) {
-	switch v := schema.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			var err error
-			if out[i], err = a.plain(e, seen); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case map[string]any:
-		out := map[string]any{}
-		if ref, ok := v["$ref"].(string); ok {
-			name, ok := strings.CutPrefix(ref, "#/components/schemas/")
-			target, found := a.Components.Schemas[name]
-			if !ok || !found || slices.Contains(seen, name) {
-				return nil, fmt.Errorf("$ref %q cannot be inlined", ref)
-			}
-			r, err := a.plain(target, append(seen, name))
-			if err != nil {
-				return nil, err
-			}
-			m, ok := r.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("$ref %q is not a schema object", ref)
-			}
-			for k, e := range m {
-				out[k] = e
-			}
-		}
-		for k, e := range v {
-			switch {
-			case k == "$ref":
-				continue
-			case k == "format" && openAPIFormat(e):
-				continue
-			}
-			var err error
-			if out[k], err = a.plain(e, seen); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	default:
-		return v, nil
-	}
-}
-
-// openAPIFormat reports whether f is one of the formats OpenAPI adds to
-// JSON Schema's for its data types.
-func openAPIFormat(f any) bool {
-	switch f {
-	case "int32", "int64", "float", "double", "byte", "binary", "password":
-		return true
-	}
-	return false
+	return input, map[string]any{"type": "json", "schema": response}, nil
 }
 
 // routeTemplate writes op's path the way the bazaar extension does,
