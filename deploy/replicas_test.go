@@ -49,6 +49,21 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 	}
 	p := newPayments(t, c)
 
+	t.Run("every replica reports the binary's version and revision", func(t *testing.T) {
+		for _, r := range c.replicas {
+			resp, err := http.Get(r.base + "/health")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h struct{ Status, Version, Revision, CommitTime string }
+			_ = json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+			if h.Status != "ok" || !strings.HasPrefix(h.Version, "v") || len(h.Revision) < 40 || h.CommitTime == "" {
+				t.Errorf("%s /health: %+v, want the stamped module version, revision and commit time", r.name, h)
+			}
+		}
+	})
+
 	t.Run("every paid endpoint through the load balancer", func(t *testing.T) {
 		paths := paidPaths(t, c)
 		if len(paths) < 9 {
