@@ -178,3 +178,30 @@ func BenchmarkPaidCallDevnet(b *testing.B) {
 	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// BenchmarkChallengeHandler is BenchmarkChallenge without the network:
+// the handler's own cost per 402, gate vs gate with the Prometheus
+// observer and request metrics (serve's setup), so the metrics' cost is
+// read directly rather than through loopback HTTP noise.
+func BenchmarkChallengeHandler(b *testing.B) {
+	m := admin.NewMetrics(admin.Build{}, nil)
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"gate", challengeGate(b, nil)},
+		{"gate+metrics", m.Instrument(func(*http.Request) string { return "GET /regime" }, challengeGate(b, m))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/regime", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				c.h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusPaymentRequired {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
+	}
+}
