@@ -32,6 +32,11 @@ type ReconcilerConfig struct {
 	// PayTo is the recipient of records written before the ledger kept
 	// one per payment.
 	PayTo common.Address
+	// Turn, when set, is asked before each pass of Run: the pass runs only
+	// when it returns true. Replicas sharing a store give it a store lease,
+	// so that one of them reconciles at a time instead of all asking the
+	// chain about the same payments (Once itself never asks).
+	Turn func(ctx context.Context) (bool, error)
 }
 
 // DefaultReconcilerConfig checks every 30 s the payments left unresolved
@@ -78,8 +83,14 @@ func (r *Reconciler) Run(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
-		if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
-			r.logger.WarnContext(ctx, "reconciler pass failed", "err", err)
+		mine, err := r.turn(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.logger.WarnContext(ctx, "reconciler: taking the turn failed; this pass is skipped", "err", err)
+		case mine:
+			if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
+				r.logger.WarnContext(ctx, "reconciler pass failed", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -87,6 +98,13 @@ func (r *Reconciler) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+func (r *Reconciler) turn(ctx context.Context) (bool, error) {
+	if r.cfg.Turn == nil {
+		return true, nil
+	}
+	return r.cfg.Turn(ctx)
 }
 
 // Once runs one pass and returns what it resolved. A payment the chain

@@ -160,6 +160,12 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 	rc := payment.DefaultReconcilerConfig()
 	rc.PayTo = pay.gateConfig.PayTo
+	if cfg.Database != "" { // replicas take turns: one reconciles per lease period
+		holder := replicaName()
+		rc.Turn = func(ctx context.Context) (bool, error) {
+			return ledger.Lease(ctx, reconcilerLease, holder, 2*rc.Interval)
+		}
+	}
 	reconciler, err := payment.NewReconciler(rc, ledger, pay.audit, logger.With("component", "reconciler"))
 	if err != nil {
 		return err
@@ -328,6 +334,17 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	return nil
 }
 
+// reconcilerLease is the store lease whose holder reconciles.
+const reconcilerLease = "reconciler"
+
+// replicaName names this process among the replicas in store leases:
+// host, pid and a random part ("host/pid/random", unique even for two
+// processes of one pid namespace in two containers).
+func replicaName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rand.Uint64())
+}
+
 // startWhales starts the whale scan. One process on SQLite scans as it
 // always did, in memory. Replicas sharing PostgreSQL scan one at a time
 // under a store lease and answer from the snapshot it writes there
@@ -337,9 +354,7 @@ func startWhales(ctx context.Context, scanner *whales.Scanner, db *store.DB, sha
 		go scanner.Run(ctx)
 		return scanner
 	}
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s/%d/%x", host, os.Getpid(), rand.Uint64())
-	s := whales.NewShared(scanner, db, holder, logger.With("component", "whales"))
+	s := whales.NewShared(scanner, db, replicaName(), logger.With("component", "whales"))
 	go s.Run(ctx)
 	return s
 }
