@@ -24,6 +24,13 @@ type engine struct {
 	// transactions begin IMMEDIATE (_txlock in the DSN), one writer at a
 	// time.
 	forUpdate string
+	// lockChannel, run first in a transaction that updates a channel,
+	// serializes the updates of one channel, creation included (a row
+	// lock cannot cover a row that does not exist yet): on PostgreSQL a
+	// transaction-scoped advisory lock in the two-key space (class,
+	// hash of the id), released at commit or rollback. SQLite needs
+	// nothing: its write transactions run one at a time.
+	lockChannel string
 	// types maps the column types of the migrations, written for SQLite,
 	// to the engine's. On PostgreSQL text compares and sorts bytewise
 	// (COLLATE "C"), as SQLite's BINARY does, whatever the database's
@@ -33,7 +40,7 @@ type engine struct {
 
 var (
 	sqlite   = engine{name: "sqlite", types: strings.NewReplacer()}
-	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
+	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`, types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
 )
 
 // ddl returns a migration statement in the engine's types.

@@ -99,6 +99,24 @@ var migrations = [][]string{
 			body     BLOB NOT NULL
 		)`,
 	},
+	// Payment channels of the batch-settlement scheme (channel.go).
+	6: {`CREATE TABLE channels (
+		id                    TEXT   PRIMARY KEY,
+		config                TEXT   NOT NULL,
+		charged               TEXT   NOT NULL,
+		signed_max            TEXT   NOT NULL,
+		signature             BLOB,
+		balance               TEXT   NOT NULL,
+		total_claimed         TEXT   NOT NULL,
+		withdraw_requested_at BIGINT NOT NULL,
+		refund_nonce          TEXT   NOT NULL,
+		synced_at             TEXT   NOT NULL,
+		last_request          TEXT   NOT NULL,
+		pending_id            TEXT   NOT NULL DEFAULT '',
+		pending_max           TEXT   NOT NULL DEFAULT '',
+		pending_expires       TEXT   NOT NULL DEFAULT '',
+		updated_at            TEXT   NOT NULL
+	)`},
 }
 
 // execer is a *sql.DB or one of its connections.

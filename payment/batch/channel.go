@@ -1,0 +1,94 @@
+// Package batch is the x402 batch-settlement scheme on EVM
+// (docs/batch-settlement.md): a payer deposits once into an escrow
+// channel, then signs a cumulative voucher per request; the server checks
+// a signature and serves, and claims and settles many vouchers in one
+// transaction later.
+//
+// This file holds the server's state of a channel and the store it lives
+// in; the scheme's wire types, checks, facilitator and client sides join
+// it here.
+package batch
+
+import (
+	"context"
+	"math/big"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// Config is a channel's ChannelConfig: the escrow derives the channel id
+// from it (the EIP-712 digest of the struct in the escrow's domain).
+type Config struct {
+	Payer              common.Address `json:"payer"`
+	PayerAuthorizer    common.Address `json:"payerAuthorizer"`
+	Receiver           common.Address `json:"receiver"`
+	ReceiverAuthorizer common.Address `json:"receiverAuthorizer"`
+	Token              common.Address `json:"token"`
+	WithdrawDelay      uint64         `json:"withdrawDelay"` // seconds (uint40 on chain)
+	Salt               common.Hash    `json:"salt"`
+}
+
+// Channel is what the server keeps of one channel: what it has charged,
+// the latest voucher, and its mirror of the escrow's state (the spec's
+// "Per-Channel State"). Amounts are the token's atomic units.
+type Channel struct {
+	ID     common.Hash
+	Config Config
+	// Charged is the cumulative amount served and charged so far; the next
+	// voucher must sign Charged + price.
+	Charged *big.Int
+	// SignedMax and Signature are the latest voucher (its
+	// maxClaimableAmount) and its signature: what a claim presents.
+	SignedMax *big.Int
+	Signature []byte
+	// The escrow's state as last read: deposit balance, amount claimed,
+	// when a timed withdrawal was requested (unix seconds, 0: none), the
+	// refund nonce; SyncedAt is when it was read.
+	Balance             *big.Int
+	TotalClaimed        *big.Int
+	WithdrawRequestedAt uint64
+	RefundNonce         *big.Int
+	SyncedAt            time.Time
+	// LastRequest is when the channel last paid for a request.
+	LastRequest time.Time
+	// Pending is the request being served on the channel, if any: one at a
+	// time per channel, across replicas, until it commits or expires.
+	Pending *Reservation
+}
+
+// Reservation holds a channel for one request between its verification
+// and its commit.
+type Reservation struct {
+	ID        string
+	SignedMax *big.Int // the voucher's maxClaimableAmount
+	ExpiresAt time.Time
+}
+
+// Live reports whether r still holds its channel at now.
+func (r *Reservation) Live(now time.Time) bool { return r != nil && now.Before(r.ExpiresAt) }
+
+// Change is what an update does with the channel it was handed.
+type Change int
+
+// The changes an update may ask for.
+const (
+	Keep   Change = iota // write nothing
+	Save                 // write the channel (create it if new)
+	Delete               // remove it (a full refund)
+)
+
+// Store keeps the channels of a service, shared by its replicas; *store.DB
+// implements it on SQLite and PostgreSQL.
+type Store interface {
+	// Channel returns the channel id, and whether it exists.
+	Channel(ctx context.Context, id common.Hash) (Channel, bool, error)
+	// Channels returns every channel, by id.
+	Channels(ctx context.Context) ([]Channel, error)
+	// UpdateChannel reads channel id (found false, and a Channel with only
+	// ID set, when it does not exist), hands it to fn and applies fn's
+	// change, atomically: updates of one channel are serialized across
+	// replicas. An error from fn changes nothing and is returned. It
+	// returns the channel as fn left it.
+	UpdateChannel(ctx context.Context, id common.Hash, fn func(c *Channel, found bool) (Change, error)) (Channel, error)
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/tollgate/tollgate/payment/batch"
+)
+
+// channelLockClass is the first key of the channels' advisory locks on
+// PostgreSQL (the second is a hash of the channel id).
+const channelLockClass = 0x7831 // "x1"
+
+const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
+	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires FROM channels`
+
+// Channel implements batch.Store.
+func (s *DB) Channel(ctx context.Context, id common.Hash) (batch.Channel, bool, error) {
+	c, err := scanChannel(s.db.QueryRowContext(ctx, selectChannel+` WHERE id = $1`, channelKey(id)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return batch.Channel{}, false, nil
+	}
+	if err != nil {
+		return batch.Channel{}, false, fmt.Errorf("store: channel %s: %w", id.Hex(), err)
+	}
+	return c, true, nil
+}
+
+// Channels implements batch.Store.
+func (s *DB) Channels(ctx context.Context) ([]batch.Channel, error) {
+	rows, err := s.db.QueryContext(ctx, selectChannel+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: channels: %w", err)
+	}
+	defer rows.Close()
+	var out []batch.Channel
+	for rows.Next() {
+		c, err := scanChannel(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: channels: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// UpdateChannel implements batch.Store: one transaction, holding the
+// channel's lock (see engine.lockChannel) from the read to the write.
+func (s *DB) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+	}
+	defer tx.Rollback()
+	if s.e.lockChannel != "" {
+		if _, err := tx.ExecContext(ctx, s.e.lockChannel, channelLockClass, int32(binary.BigEndian.Uint32(id[:4]))); err != nil {
+			return batch.Channel{}, fmt.Errorf("store: lock channel: %w", err)
+		}
+	}
+	c, err := scanChannel(tx.QueryRowContext(ctx, selectChannel+` WHERE id = $1`, channelKey(id)))
+	found := err == nil
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		c = batch.Channel{ID: id}
+	case err != nil:
+		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+	}
+	change, err := fn(&c, found)
+	if err != nil {
+		return batch.Channel{}, err
+	}
+	c.ID = id // fn may not move a channel
+	switch change {
+	case batch.Keep:
+		return c, nil
+	case batch.Delete:
+		if _, err := tx.ExecContext(ctx, `DELETE FROM channels WHERE id = $1`, channelKey(id)); err != nil {
+			return batch.Channel{}, fmt.Errorf("store: delete channel: %w", err)
+		}
+	case batch.Save:
+		if err := saveChannel(ctx, tx, c); err != nil {
+			return batch.Channel{}, err
+		}
+	default:
+		return batch.Channel{}, fmt.Errorf("store: update channel: unknown change %d", change)
+	}
+	if err := tx.Commit(); err != nil {
+		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+	}
+	return c, nil
+}
+
+func saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
+	config, err := json.Marshal(c.Config)
+	if err != nil {
+		return err
+	}
+	var pendingID, pendingMax, pendingExpires string
+	if p := c.Pending; p != nil {
+		pendingID, pendingMax, pendingExpires = p.ID, decimal(p.SignedMax), p.ExpiresAt.UTC().Format(timeFormat)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
+			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
+			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
+			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
+			synced_at = excluded.synced_at, last_request = excluded.last_request, pending_id = excluded.pending_id,
+			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, updated_at = excluded.updated_at`,
+		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
+		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
+		pendingID, pendingMax, pendingExpires, time.Now().UTC().Format(timeFormat))
+	if err != nil {
+		return fmt.Errorf("store: save channel: %w", err)
+	}
+	return nil
+}
+
+// scanChannel reads one row of selectChannel.
+func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
+	var (
+		c                                                             batch.Channel
+		id, config, charged, signedMax, balance, claimed, refundNonce string
+		synced, last, pendingID, pendingMax, pendingExpires           string
+		withdraw                                                      int64
+	)
+	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
+		&synced, &last, &pendingID, &pendingMax, &pendingExpires); err != nil {
+		return batch.Channel{}, err
+	}
+	c.ID = common.HexToHash(id)
+	if err := json.Unmarshal([]byte(config), &c.Config); err != nil {
+		return batch.Channel{}, fmt.Errorf("channel %s config: %w", id, err)
+	}
+	var err error
+	for _, f := range []struct {
+		dst **big.Int
+		src string
+	}{{&c.Charged, charged}, {&c.SignedMax, signedMax}, {&c.Balance, balance}, {&c.TotalClaimed, claimed}, {&c.RefundNonce, refundNonce}} {
+		if *f.dst, err = parseDecimal(f.src); err != nil {
+			return batch.Channel{}, fmt.Errorf("channel %s: %w", id, err)
+		}
+	}
+	c.WithdrawRequestedAt = uint64(withdraw)
+	if c.SyncedAt, err = parseStamp(synced); err != nil {
+		return batch.Channel{}, err
+	}
+	if c.LastRequest, err = parseStamp(last); err != nil {
+		return batch.Channel{}, err
+	}
+	if pendingID != "" {
+		p := &batch.Reservation{ID: pendingID}
+		if p.SignedMax, err = parseDecimal(pendingMax); err != nil {
+			return batch.Channel{}, err
+		}
+		if p.ExpiresAt, err = parseStamp(pendingExpires); err != nil {
+			return batch.Channel{}, err
+		}
+		c.Pending = p
+	}
+	return c, nil
+}
+
+// channelKey is a channel id as stored: lower-case hex.
+func channelKey(id common.Hash) string { return strings.ToLower(id.Hex()) }
+
+// decimal writes an amount; nil is 0.
+func decimal(x *big.Int) string {
+	if x == nil {
+		return "0"
+	}
+	return x.String()
+}
+
+func parseDecimal(s string) (*big.Int, error) {
+	x, ok := new(big.Int).SetString(s, 10)
+	if !ok || x.Sign() < 0 {
+		return nil, fmt.Errorf("amount %q is not a non-negative integer", s)
+	}
+	return x, nil
+}
+
+// stamp writes a time; the zero time is "".
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeFormat)
+}
+
+func parseStamp(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(timeFormat, s)
+}
