@@ -1,0 +1,74 @@
+package batch
+
+import (
+	"math/big"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/tollgate/tollgate/payment"
+)
+
+// TestTypedDataVectors: the channel id and the digests equal the values
+// the official client computes (viem 2.57, @x402/evm 2.27 computeChannelId;
+// docs/batch-settlement.md §1.2) for one config on chain 8453.
+func TestTypedDataVectors(t *testing.T) {
+	t.Parallel()
+	e := Escrow{ChainID: big.NewInt(8453), Address: EscrowAddress}
+	repeat := func(b byte) common.Address {
+		var x common.Address
+		for i := range x {
+			x[i] = b
+		}
+		return x
+	}
+	cfg := Config{Payer: repeat(0x11), PayerAuthorizer: repeat(0x11), Receiver: repeat(0x22), ReceiverAuthorizer: repeat(0x33),
+		Token: repeat(0x44), WithdrawDelay: 900}
+	id := e.ChannelID(cfg)
+	sep := payment.Domain{Name: DomainName, Version: DomainVersion, ChainID: e.ChainID, VerifyingContract: e.Address}.Separator()
+	for _, tt := range []struct {
+		name string
+		got  common.Hash
+		want string
+	}{
+		{"domain separator", sep, "0xd8d982716899b0e20cf2c1e706a37b8a892c83fdd4ac9b540cfeec11f9c73a39"},
+		{"channel id", id, "0x8ea4b277c96d508b2d34b4f68ed56a23326b1e86baadcc7dd94a251cab3ec016"},
+		{"voucher", e.VoucherDigest(id, big.NewInt(1000)), "0x06b733fd752cc6c2cfebca9a07f533f8c3e8c70eaac4860b537d7739742b85eb"},
+		{"refund", e.RefundDigest(id, big.NewInt(0), big.NewInt(500)), "0x218ea5f4c703495e7def20b81df9bd0c350d2f97bc04551faf7c8d06146ad05b"},
+		{"claim batch", e.ClaimBatchDigest([]ClaimEntry{{ChannelID: id, MaxClaimableAmount: big.NewInt(1000), TotalClaimed: big.NewInt(700)}}),
+			"0x9084d23a756eef6cb33d0e8d6cc322f137cd22c5b420285e3cee2d8b4ce552d8"},
+		{"deposit nonce", DepositNonce(id, big.NewInt(1)), "0x6a978793d96dcb65c35d3d86b10ca53507fe16a47fd6cb12296edd41735ff284"},
+	} {
+		if tt.got != common.HexToHash(tt.want) {
+			t.Errorf("%s = %s, want %s", tt.name, tt.got.Hex(), tt.want)
+		}
+	}
+}
+
+// TestRecover: a voucher signed by a key recovers to its address, with v
+// as 27/28 or 0/1; another digest or a short signature does not.
+func TestRecover(t *testing.T) {
+	t.Parallel()
+	key, _ := crypto.GenerateKey()
+	e := Escrow{ChainID: big.NewInt(8453), Address: EscrowAddress}
+	d := e.VoucherDigest(common.HexToHash("0x01"), big.NewInt(5))
+	sig, err := crypto.Sign(d[:], key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := crypto.PubkeyToAddress(key.PublicKey)
+	for _, v := range []byte{0, 27} {
+		s := append([]byte(nil), sig...)
+		s[64] += v
+		if got, err := Recover(d, s); err != nil || got != want {
+			t.Errorf("v+%d: %s %v", v, got.Hex(), err)
+		}
+	}
+	if got, _ := Recover(e.VoucherDigest(common.HexToHash("0x01"), big.NewInt(6)), sig); got == want {
+		t.Error("another voucher recovered to the signer")
+	}
+	if _, err := Recover(d, sig[:64]); err == nil {
+		t.Error("a 64-byte signature was accepted")
+	}
+}
