@@ -1,0 +1,300 @@
+package batch
+
+import (
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+)
+
+// fixture is a payer with a channel to a server on the devnet's chain.
+type fixture struct {
+	terms Terms
+	key   *ecdsa.PrivateKey
+	cfg   Config
+	id    common.Hash
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payer := crypto.PubkeyToAddress(key.PublicKey)
+	terms := Terms{Escrow: Escrow{ChainID: big.NewInt(8453), Address: EscrowAddress},
+		Receiver: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), ReceiverAuthorizer: common.HexToAddress("0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc"),
+		Token: common.HexToAddress("0x700b6A60ce7EaaEA56F065753d8dcB9653dbAD35"), WithdrawDelay: 900, Price: big.NewInt(50_000)}
+	cfg := Config{Payer: payer, PayerAuthorizer: payer, Receiver: terms.Receiver, ReceiverAuthorizer: terms.ReceiverAuthorizer,
+		Token: terms.Token, WithdrawDelay: 900}
+	return fixture{terms: terms, key: key, cfg: cfg, id: terms.Escrow.ChannelID(cfg)}
+}
+
+// payload writes a payload as the official client does.
+func (f fixture) payload(t *testing.T, typ string, max int64, edit func(m map[string]any)) []byte {
+	t.Helper()
+	d := f.terms.Escrow.VoucherDigest(f.id, big.NewInt(max))
+	sig, err := crypto.Sign(d[:], f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[64] += 27
+	m := map[string]any{
+		"type": typ,
+		"channelConfig": map[string]any{
+			"payer": f.cfg.Payer.Hex(), "payerAuthorizer": f.cfg.PayerAuthorizer.Hex(), "receiver": f.cfg.Receiver.Hex(),
+			"receiverAuthorizer": f.cfg.ReceiverAuthorizer.Hex(), "token": f.cfg.Token.Hex(), "withdrawDelay": 900,
+			"salt": common.Hash{}.Hex(),
+		},
+		"voucher": map[string]any{"channelId": f.id.Hex(), "maxClaimableAmount": big.NewInt(max).String(), "signature": hexutil.Encode(sig)},
+	}
+	if typ == TypeDeposit {
+		m["deposit"] = map[string]any{"amount": "1000000", "authorization": map[string]any{"erc3009Authorization": map[string]any{
+			"validAfter": "0", "validBefore": "1900000000", "salt": "12345", "signature": hexutil.Encode(sig)}}}
+	}
+	if edit != nil {
+		edit(m)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func reasonOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	if err != nil {
+		return "?" + err.Error()
+	}
+	return ""
+}
+
+// TestDecodePayload: the official client's three payloads decode; every
+// malformed field is refused with its reason.
+func TestDecodePayload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	edit := func(path string, v any) func(map[string]any) {
+		return func(m map[string]any) {
+			parts := strings.Split(path, ".")
+			cur := m
+			for _, p := range parts[:len(parts)-1] {
+				cur = cur[p].(map[string]any)
+			}
+			if v == nil {
+				delete(cur, parts[len(parts)-1])
+			} else {
+				cur[parts[len(parts)-1]] = v
+			}
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		typ    string
+		edit   func(map[string]any)
+		reason string
+	}{
+		{"voucher", TypeVoucher, nil, ""},
+		{"deposit", TypeDeposit, nil, ""},
+		{"refund, full", TypeRefund, nil, ""},
+		{"refund, partial", TypeRefund, edit("amount", "700"), ""},
+		{"unknown type", "topup", nil, ReasonPayloadType},
+		{"no voucher", TypeVoucher, edit("voucher", nil), ReasonPayloadType},
+		{"bad payer", TypeVoucher, edit("channelConfig.payer", "0x12"), ReasonPayloadType},
+		{"delay as a string", TypeVoucher, edit("channelConfig.withdrawDelay", "900"), ReasonPayloadType},
+		{"short salt", TypeVoucher, edit("channelConfig.salt", "0x00"), ReasonPayloadType},
+		{"amount in hex", TypeVoucher, edit("voucher.maxClaimableAmount", "0x10"), ReasonPayloadType},
+		{"negative amount", TypeVoucher, edit("voucher.maxClaimableAmount", "-1"), ReasonPayloadType},
+		{"short signature", TypeVoucher, edit("voucher.signature", "0x1234"), ReasonVoucherSignature},
+		{"deposit without deposit", TypeDeposit, edit("deposit", nil), ReasonDepositPayload},
+		{"permit2 deposit", TypeDeposit, edit("deposit.authorization", map[string]any{"permit2Authorization": map[string]any{}}), ReasonERC3009Required},
+		{"zero deposit", TypeDeposit, edit("deposit.amount", "0"), ReasonDepositPayload},
+		{"refund of 0", TypeRefund, edit("amount", "0"), ReasonRefundAmountInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := DecodePayload(f.payload(t, tt.typ, 100_000, tt.edit))
+			if got := reasonOf(err); got != tt.reason {
+				t.Fatalf("reason %q, want %q (%v)", got, tt.reason, err)
+			}
+			if err != nil {
+				return
+			}
+			if p.Config != f.cfg || p.ChannelID != f.id || p.MaxClaimable.Int64() != 100_000 || len(p.Signature) != 65 {
+				t.Errorf("decoded %+v", p)
+			}
+			if err := f.terms.Bind(p); err != nil {
+				t.Errorf("bind: %v", err)
+			}
+		})
+	}
+}
+
+// TestBind: a channel whose receiver side, token or delay is not ours,
+// or whose id is not its config's, is refused.
+func TestBind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	other := common.HexToAddress("0x9999999999999999999999999999999999999999")
+	for _, tt := range []struct {
+		name   string
+		edit   func(p *Payment)
+		reason string
+	}{
+		{"ours", func(*Payment) {}, ""},
+		{"receiver", func(p *Payment) { p.Config.Receiver = other }, ReasonReceiverMismatch},
+		{"receiver authorizer", func(p *Payment) { p.Config.ReceiverAuthorizer = other }, ReasonReceiverAuthorizerMismatch},
+		{"token", func(p *Payment) { p.Config.Token = other }, ReasonTokenMismatch},
+		{"delay", func(p *Payment) { p.Config.WithdrawDelay = 3600 }, ReasonWithdrawDelayMismatch},
+		{"another salt, same id", func(p *Payment) { p.Config.Salt = common.HexToHash("0x01") }, ReasonChannelIDMismatch},
+	} {
+		p, err := DecodePayload(f.payload(t, TypeVoucher, 50_000, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tt.edit(p)
+		if got := reasonOf(f.terms.Bind(p)); got != tt.reason {
+			t.Errorf("%s: reason %q, want %q", tt.name, got, tt.reason)
+		}
+	}
+}
+
+// TestCheckCumulative: a voucher must sign exactly charged + price (a
+// refund: charged); otherwise the corrective 402 carries the channel's
+// state and the latest voucher the server holds.
+func TestCheckCumulative(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	stored := Channel{ID: f.id, Config: f.cfg, Charged: big.NewInt(150_000), SignedMax: big.NewInt(150_000), Signature: []byte{7},
+		Balance: big.NewInt(1_000_000), TotalClaimed: big.NewInt(50_000), RefundNonce: big.NewInt(2), WithdrawRequestedAt: 0}
+	for _, tt := range []struct {
+		name  string
+		typ   string
+		max   int64
+		found bool
+		ok    bool
+	}{
+		{"next voucher", TypeVoucher, 200_000, true, true},
+		{"replayed voucher", TypeVoucher, 150_000, true, false},
+		{"one unit more", TypeVoucher, 200_001, true, false},
+		{"deposit with the next voucher", TypeDeposit, 200_000, true, true},
+		{"refund at charged", TypeRefund, 150_000, true, true},
+		{"refund above charged", TypeRefund, 200_000, true, false},
+		{"unknown channel, at least the price", TypeVoucher, 50_000, false, true},
+		{"unknown channel, below the price", TypeVoucher, 49_999, false, false},
+	} {
+		p, err := DecodePayload(f.payload(t, tt.typ, tt.max, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := stored
+		if !tt.found {
+			c = Channel{ID: f.id}
+		}
+		m := f.terms.CheckCumulative(c, tt.found, p)
+		if (m == nil) != tt.ok {
+			t.Errorf("%s: mismatch %v, want ok %v", tt.name, m, tt.ok)
+			continue
+		}
+		if m == nil {
+			continue
+		}
+		if m.Reason != ReasonCumulativeAmountMismatch || m.Channel.ChannelID != strings.ToLower(f.id.Hex()) {
+			t.Errorf("%s: %+v", tt.name, m)
+		}
+		if tt.found && (m.Channel.ChargedCumulativeAmount != "150000" || m.Channel.Balance != "1000000" || m.Channel.TotalClaimed != "50000" ||
+			m.Channel.RefundNonce != "2" || m.Voucher == nil || m.Voucher.SignedMaxClaimable != "150000" || m.Voucher.Signature != "0x07") {
+			t.Errorf("%s: corrective state %+v %+v", tt.name, m.Channel, m.Voucher)
+		}
+	}
+}
+
+// TestVerifyLocally: with a fresh mirror a voucher is checked without the
+// facilitator: signer, deposit, claims; a stale mirror is not judged.
+func TestVerifyLocally(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	now := time.Now()
+	c := Channel{ID: f.id, Config: f.cfg, Charged: big.NewInt(50_000), Balance: big.NewInt(500_000), TotalClaimed: big.NewInt(50_000), SyncedAt: now.Add(-time.Minute)}
+	stranger, _ := crypto.GenerateKey()
+	for _, tt := range []struct {
+		name    string
+		max     int64
+		channel func(Channel) Channel
+		signer  *ecdsa.PrivateKey
+		fresh   bool
+		reason  string
+	}{
+		{"within the deposit", 100_000, nil, nil, true, ""},
+		{"the whole deposit", 500_000, nil, nil, true, ""},
+		{"beyond the deposit", 500_001, nil, nil, true, ReasonCumulativeExceedsBalance},
+		{"not above what is claimed", 50_000, nil, nil, true, ReasonCumulativeBelowClaimed},
+		{"another signer", 100_000, nil, stranger, true, ReasonVoucherSignature},
+		{"no deposit", 100_000, func(c Channel) Channel { c.Balance = big.NewInt(0); return c }, nil, true, ReasonChannelNotFound},
+		{"stale mirror", 100_000, func(c Channel) Channel { c.SyncedAt = now.Add(-10 * time.Minute); return c }, nil, false, ""},
+		{"never read", 100_000, func(c Channel) Channel { c.SyncedAt = time.Time{}; return c }, nil, false, ""},
+	} {
+		g := f
+		if tt.signer != nil {
+			g.key = tt.signer
+		}
+		p, err := DecodePayload(g.payload(t, TypeVoucher, tt.max, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := c
+		if tt.channel != nil {
+			ch = tt.channel(c)
+		}
+		fresh, err := f.terms.VerifyLocally(ch, p, now, 5*time.Minute)
+		if fresh != tt.fresh || reasonOf(err) != tt.reason {
+			t.Errorf("%s: fresh %v, %v; want %v, %q", tt.name, fresh, err, tt.fresh, tt.reason)
+		}
+	}
+}
+
+// TestReservations: one request per channel at a time; an expired hold
+// is taken over; a commit charges the price once, never beyond the
+// voucher, and only for the request holding the channel.
+func TestReservations(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	c := &Channel{Charged: big.NewInt(100)}
+	if err := Reserve(c, "a", big.NewInt(150), now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Reserve(c, "b", big.NewInt(150), now, now.Add(time.Minute)); reasonOf(err) != ReasonChannelBusy {
+		t.Errorf("a second request while the first holds the channel: %v", err)
+	}
+	if err := Commit(c, "b", big.NewInt(50), big.NewInt(150), []byte{1}, now); reasonOf(err) != ReasonChannelBusy {
+		t.Errorf("a commit by a request not holding the channel: %v", err)
+	}
+	if err := Commit(c, "a", big.NewInt(60), big.NewInt(150), []byte{1}, now); reasonOf(err) != ReasonChargeExceedsSigned {
+		t.Errorf("a charge beyond the voucher: %v", err)
+	}
+	if err := Commit(c, "a", big.NewInt(50), big.NewInt(150), []byte{1}, now); err != nil || c.Charged.Int64() != 150 || c.Pending != nil ||
+		c.SignedMax.Int64() != 150 || !c.LastRequest.Equal(now) {
+		t.Fatalf("commit: %v, %+v", err, c)
+	}
+	if err := Reserve(c, "c", big.NewInt(200), now, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(2 * time.Second)
+	if err := Reserve(c, "d", big.NewInt(200), later, later.Add(time.Minute)); err != nil || c.Pending.ID != "d" {
+		t.Errorf("an expired hold was not taken over: %v %+v", err, c.Pending)
+	}
+	if Release(c, "c") || !Release(c, "d") || c.Pending != nil || c.Charged.Int64() != 150 {
+		t.Errorf("release: %+v", c)
+	}
+}
