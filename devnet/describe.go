@@ -53,6 +53,10 @@ type Description struct {
 	Accounts []AccountRole      `json:"accounts"`
 	Scenario []ScenarioContract `json:"scenario"`
 	Dex      *Dex               `json:"dex"`
+	// BatchSettlement locates the x402 batch-settlement escrow, its
+	// ERC-3009 deposit collector and Multicall3 (absent from devnets that
+	// predate them).
+	BatchSettlement *BatchSettlement `json:"batchSettlement,omitempty"`
 }
 
 // Token is the devnet's EIP-3009 USD token and its EIP-712 domain.
@@ -86,7 +90,7 @@ func (c *Chain) Description() *Description {
 	d := &Description{
 		Kind: Kind, ChainID: ChainID, Genesis: c.eth.BlockChain().Genesis().Hash(),
 		Token:    Token{Address: c.Token, Name: TokenName, Symbol: TokenSymbol, Version: TokenVersion, Decimals: TokenDecimals},
-		Mnemonic: Mnemonic, Scenario: c.Scenario, Dex: c.Dex,
+		Mnemonic: Mnemonic, Scenario: c.Scenario, Dex: c.Dex, BatchSettlement: batchSettlement(),
 	}
 	for _, r := range []struct {
 		i    int
@@ -215,7 +219,8 @@ const (
 // genesis block are d's; the token has code, and its name(), version()
 // (when it has one), decimals() and DOMAIN_SEPARATOR() (when it has one)
 // agree with d; the payTo, facilitator and payer accounts are those of
-// Mnemonic; every scenario and exchange contract has code. A description
+// Mnemonic; every scenario, exchange and batch-settlement contract has
+// code. A description
 // of Base (its genesis or its USDC) is refused: devnet mode must never
 // take real payments to the well-known test keys.
 func (d *Description) Check(ctx context.Context, chain ChainReader, genesis Genesis) (Token, error) {
@@ -278,6 +283,10 @@ func (d *Description) Check(ctx context.Context, chain ChainReader, genesis Gene
 		for _, t := range d.Dex.Tokens {
 			contracts = append(contracts, ScenarioContract{Name: t.Name, Address: t.Token}, ScenarioContract{Name: t.Name + " pair", Address: t.Pair})
 		}
+	}
+	if b := d.BatchSettlement; b != nil {
+		contracts = append(contracts, ScenarioContract{Name: "batch-settlement escrow", Address: b.Escrow},
+			ScenarioContract{Name: "ERC-3009 deposit collector", Address: b.ERC3009DepositCollector}, ScenarioContract{Name: "multicall3", Address: b.Multicall3})
 	}
 	for _, sc := range contracts {
 		if code, err := chain.CodeAt(ctx, sc.Address, nil); err != nil {

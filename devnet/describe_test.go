@@ -46,6 +46,16 @@ func TestDescription(t *testing.T) {
 	if tok != (devnet.Token{Address: chain.Token, Name: devnet.TokenName, Symbol: devnet.TokenSymbol, Version: devnet.TokenVersion, Decimals: devnet.TokenDecimals}) {
 		t.Errorf("token read from the chain: %+v", tok)
 	}
+	if b := d.BatchSettlement; b == nil || *b != (devnet.BatchSettlement{Escrow: common.HexToAddress(devnet.BatchSettlementAddress),
+		ERC3009DepositCollector: common.HexToAddress(devnet.ERC3009DepositCollectorAddress), Multicall3: common.HexToAddress(devnet.Multicall3Address),
+		Name: "x402 Batch Settlement", Version: "1"}) {
+		t.Errorf("batchSettlement %+v", b)
+	}
+	moved := *d
+	moved.BatchSettlement = &devnet.BatchSettlement{Escrow: common.HexToAddress("0x4020e07E00000000000000000000000000000003")}
+	if _, err := moved.Check(ctx, client, genesis); err == nil || !strings.Contains(err.Error(), "batch-settlement escrow") {
+		t.Errorf("a description naming an escrow without code: %v", err)
+	}
 
 	seen := map[common.Address]bool{}
 	var first common.Address

@@ -133,6 +133,13 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 		}
 		alloc[a.Address] = types.Account{Balance: ethFunds}
 	}
+	batch, err := BatchSettlementAlloc()
+	if err != nil {
+		return nil, fmt.Errorf("devnet: %w", err)
+	}
+	for a, acct := range batch {
+		alloc[a] = acct
+	}
 	if err := c.startNode(alloc, uint64(time.Now().Add(-historyLead).Unix())); err != nil {
 		return nil, fmt.Errorf("devnet: %w", err)
 	}
