@@ -636,6 +636,9 @@ func TestBatchSettlementOnDevnet(t *testing.T) {
 	if ev := e.events(rcpt); ev["Settled"] != 1 {
 		t.Errorf("settle events %v", ev)
 	}
+	if rcpt.GasUsed > 120_000 { // the official facilitator sends settle with gas 120000
+		t.Errorf("settle used %d gas", rcpt.GasUsed)
+	}
 	if got := e.balanceOf(t, token, e.receiver.Address) - receiverBefore; got != 500_000 {
 		t.Errorf("receiver got %d", got)
 	}

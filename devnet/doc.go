@@ -3,7 +3,9 @@
 // endpoint, the devnet USD token (FiatToken-compatible EIP-3009, "USD
 // Coin" version "2", 6 decimals) deployed, the ten well-known test
 // accounts funded with ETH and 1,000 USD each, the rug-check scenario
-// contracts and a scripted DEX trading history.
+// contracts, a scripted DEX trading history, and the x402
+// batch-settlement escrow, its ERC-3009 deposit collector and Multicall3
+// at the addresses the official x402 client hard-codes (BatchSettlementAlloc).
 //
 // # Block time
 //
