@@ -12,7 +12,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/tollgate/tollgate/payment/batch"
-	"github.com/tollgate/tollgate/store"
 )
 
 func channelID(b byte) common.Hash { return common.BytesToHash([]byte{0x80, b}) }
@@ -118,15 +117,7 @@ func TestChannelUpdatesAcrossInstances(t *testing.T) {
 	eachEngine(t, func(t *testing.T, e engine) {
 		ctx := context.Background()
 		place := e.place(t)
-		var replicas [2]*store.DB
-		for i := range replicas {
-			s, err := e.open(ctx, place)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			replicas[i] = s
-		}
+		replicas := twoStores(t, e, place)
 		const channels, updates = 3, 24
 		var wg sync.WaitGroup
 		for k := range channels {

@@ -35,6 +35,22 @@ var engines = []engine{
 	{"postgres", func(t testing.TB) string { return pgtest.URL(t) }, store.OpenPostgres},
 }
 
+// twoStores opens two stores on one database (two replicas), closed when
+// t ends.
+func twoStores(t *testing.T, e engine, place string) [2]*store.DB {
+	t.Helper()
+	var out [2]*store.DB
+	for i := range out {
+		s, err := e.open(context.Background(), place)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out[i] = s
+	}
+	return out
+}
+
 // eachEngine runs f as a parallel subtest per engine.
 func eachEngine(t *testing.T, f func(t *testing.T, e engine)) {
 	t.Helper()
@@ -443,15 +459,7 @@ func TestClaimsAcrossInstances(t *testing.T) {
 func testClaimsAcrossInstances(t *testing.T, e engine) {
 	ctx := context.Background()
 	place := e.place(t)
-	var replicas [2]*store.DB
-	for i := range replicas {
-		s, err := e.open(ctx, place)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		replicas[i] = s
-	}
+	replicas := twoStores(t, e, place)
 	const keys, racers = 10, 16
 	var wins [keys]atomic.Int64
 	won := make(chan payment.Record, keys)
@@ -527,15 +535,7 @@ func TestConcurrentChallenges(t *testing.T) {
 		ctx := context.Background()
 		place := e.place(t)
 		var wg sync.WaitGroup
-		var replicas [2]*store.DB
-		for i := range replicas {
-			s, err := e.open(ctx, place)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			replicas[i] = s
-		}
+		replicas := twoStores(t, e, place)
 		for i := range 20 {
 			wg.Go(func() {
 				if err := replicas[i%2].AddChallenges(ctx, map[string]uint64{"regime": 1, "whales": 2, "lanes": 3, "forecast": 4}); err != nil {
