@@ -61,7 +61,8 @@ type Analytics struct {
 	// equities feed /forecast for the .NS symbols.
 	equities EquityBars
 	// forecasts caches /forecast answers per product and horizon.
-	forecasts *forecast.Cache
+	forecasts   *forecast.Cache
+	cacheLookup func(cache string, hit bool)
 	// answered is the /whales response of the current snapshot.
 	answered atomic.Pointer[whaleAnswer]
 }
@@ -78,6 +79,9 @@ type Sources struct {
 	// Equities are the hourly session bars of the NSE symbols.
 	Equities EquityBars
 	Log      *slog.Logger
+	// CacheLookup is told of each lookup of the analytics' own caches
+	// ("forecasts", "bytecode"); nil: nobody.
+	CacheLookup func(cache string, hit bool)
 }
 
 // EquityBars is the equity feed; *market.Yahoo and *market.DevnetEquities
@@ -97,8 +101,12 @@ func NewAnalytics(src Sources) *Analytics {
 	if src.Log == nil {
 		src.Log = slog.New(slog.DiscardHandler)
 	}
+	if src.CacheLookup == nil {
+		src.CacheLookup = func(string, bool) {}
+	}
 	return &Analytics{model: src.Model, log: src.Log, equities: src.Equities, candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
-		scans: &scans{m: map[common.Hash]bytecode.Scan{}}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil)}
+		scans: &scans{m: map[common.Hash]bytecode.Scan{}, lookup: src.CacheLookup}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil),
+		cacheLookup: src.CacheLookup}
 }
 
 // GetCandles implements tollgatev1.AnalyticsServiceServer.

@@ -54,16 +54,19 @@ func (e *errNotToken) Error() string {
 // scans caches bytecode analyses by code hash: code never changes under
 // its hash, so a hot rug check skips the scan.
 type scans struct {
-	mu sync.Mutex
-	m  map[common.Hash]bytecode.Scan
+	mu     sync.Mutex
+	m      map[common.Hash]bytecode.Scan
+	lookup func(cache string, hit bool)
 }
 
 func (s *scans) get(hash common.Hash, code []byte) bytecode.Scan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sc, ok := s.m[hash]; ok {
+		s.lookup("bytecode", true)
 		return sc
 	}
+	s.lookup("bytecode", false)
 	if len(s.m) > 10_000 {
 		clear(s.m) // bounded: a sweep is cheaper than an LRU here
 	}

@@ -137,6 +137,14 @@ func TestOperatorListener(t *testing.T) {
 	if value(after, "tollgate_cache_requests_total", "cache", "candles") < 1 {
 		t.Error("no candle cache lookup counted")
 	}
+	// The analytics' own caches: a first forecast is a miss.
+	out.Reset()
+	if err := run(context.Background(), []string{"pay", s.base + "/forecast?product=ETH-USD&pred_len=6"}, envOf(nil), &out, &errOut); err != nil {
+		t.Fatalf("pay /forecast: %v\n%s", err, errOut.String())
+	}
+	if m := scrape(t, s.admin); value(m, "tollgate_cache_requests_total", "cache", "forecasts", "result", "miss") != 1 {
+		t.Errorf("forecast cache lookups: %v misses, want 1", value(m, "tollgate_cache_requests_total", "cache", "forecasts", "result", "miss"))
+	}
 
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
 		resp, err := http.Get(s.admin + path)

@@ -225,7 +225,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
-	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: whaleSrc, Tape: ledger, Model: model, Equities: equities, Log: logger}))
+	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: whaleSrc, Tape: ledger, Model: model, Equities: equities, Log: logger,
+		CacheLookup: metrics.CacheLookup}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
 	tollgatev1.RegisterLaneServiceServer(grpcSrv, service.NewLaneServer(ledger)) // private listener only: no REST route
 	healthSrv := health.NewServer()
