@@ -122,6 +122,23 @@ func (c *Chain) clock() {
 	}
 }
 
+// interval seals every blockTime instead of clock: a block on each tick,
+// empty or not, at the first second that is a multiple of blockTime after
+// the head, with whatever the pool has then.
+func (c *Chain) interval() {
+	step := uint64(c.blockTime / time.Second)
+	for {
+		head := c.eth.BlockChain().CurrentBlock().Time
+		ts := (max(head, uint64(time.Now().Unix()))/step + 1) * step
+		if !c.sleepUntil(ts) {
+			return
+		}
+		if _, err := c.seal(ts, true); err != nil { // a full block leaves the rest for the next, on time
+			c.sealErr.CompareAndSwap(nil, &err) // Close reports the first
+		}
+	}
+}
+
 // poke wakes clock; a wake already waiting covers this one.
 func (c *Chain) poke() {
 	select {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
@@ -366,5 +369,61 @@ func TestTransact(t *testing.T) {
 				t.Errorf("receipt status %d in block %v, want %d", rcpt.Status, rcpt.BlockNumber, tc.status)
 			}
 		})
+	}
+}
+
+// TestFixedBlockTime: with a block time of 2 s the devnet seals a block
+// every 2 s, empty or not, at timestamps that are multiples of 2, and a
+// transaction waits for the next one (Base's rhythm).
+func TestFixedBlockTime(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := devnet.StartWith(ctx, lis, devnet.Options{BlockTime: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	client, err := ethclient.Dial(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	first, err := client.BlockNumber(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := crypto.Keccak256([]byte("ping()"))[:4] // any transaction: a call to an account without code
+	rcpt, err := c.Transact(ctx, c.Account(devnet.PayerAccount), c.Accounts[1].Address, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		n, err := client.BlockNumber(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= first+3 && n > rcpt.BlockNumber.Uint64() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var prev uint64
+	for n := first + 1; n <= first+3; n++ {
+		h, err := client.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Time%2 != 0 || prev != 0 && h.Time != prev+2 {
+			t.Errorf("block %d at %d (previous %d): want every 2 s, on even seconds", n, h.Time, prev)
+		}
+		prev = h.Time
+	}
+	if _, err := devnet.StartWith(ctx, lis, devnet.Options{BlockTime: 1500 * time.Millisecond}); err == nil {
+		t.Error("a block time of 1.5 s was accepted")
 	}
 }

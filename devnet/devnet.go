@@ -91,33 +91,52 @@ type Account struct {
 
 // Chain is a running devnet.
 type Chain struct {
-	node     *node.Node
-	eth      *eth.Ethereum
-	client   *ethclient.Client // in process, for setup and Transact
-	rpc      *rpc.Server
-	srv      *http.Server
-	url      string
-	wake     chan struct{} // a transaction became pending; see clock
-	txs      event.Subscription
-	sendMu   sync.Mutex // Transact: one nonce at a time
-	sealErr  atomic.Pointer[error]
-	stop     chan struct{}
-	wg       sync.WaitGroup // clock and forward
-	Token    common.Address
-	Accounts []Account
-	gas      []Account     // GasAccounts, handed out by claimGas
-	claims   atomic.Uint32 // gas accounts handed out so far
+	node   *node.Node
+	eth    *eth.Ethereum
+	client *ethclient.Client // in process, for setup and Transact
+	rpc    *rpc.Server
+	srv    *http.Server
+	url    string
+	wake   chan struct{} // a transaction became pending; see clock
+	// blockTime, when set, seals on a fixed interval instead (interval).
+	blockTime time.Duration
+	txs       event.Subscription
+	sendMu    sync.Mutex // Transact: one nonce at a time
+	sealErr   atomic.Pointer[error]
+	stop      chan struct{}
+	wg        sync.WaitGroup // clock and forward
+	Token     common.Address
+	Accounts  []Account
+	gas       []Account     // GasAccounts, handed out by claimGas
+	claims    atomic.Uint32 // gas accounts handed out so far
 	// Scenario holds the rug-check scenario contracts, in deployment order.
 	Scenario []ScenarioContract
 	// Dex is the V2-style exchange with its scripted trading history.
 	Dex *Dex
 }
 
+// Options tune a devnet.
+type Options struct {
+	// BlockTime, when set (whole seconds), seals a block every BlockTime,
+	// empty or not, as Base does every 2 s, so that latency figures mean
+	// something; a transaction waits for the next one. Zero: a block as
+	// soon as a transaction is pending, at most one a second.
+	BlockTime time.Duration
+}
+
 // Start runs a devnet whose JSON-RPC endpoint serves on lis, and returns
 // once the token is deployed, every account funded and the scripted
 // history laid down, with a head no later than the wall clock.
 func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
-	c := &Chain{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
+	return StartWith(ctx, lis, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, lis net.Listener, opts Options) (*Chain, error) {
+	if opts.BlockTime < 0 || opts.BlockTime%time.Second != 0 {
+		return nil, fmt.Errorf("devnet: block time %s: want a whole number of seconds", opts.BlockTime)
+	}
+	c := &Chain{stop: make(chan struct{}), wake: make(chan struct{}, 1), blockTime: opts.BlockTime}
 	alloc := types.GenesisAlloc{}
 	ethFunds := new(big.Int).Mul(big.NewInt(10_000), big.NewInt(params.Ether))
 	keys, err := deriveKeys(Mnemonic, 0, FirstGasAccount+GasAccounts)
@@ -151,7 +170,11 @@ func Start(ctx context.Context, lis net.Listener) (*Chain, error) {
 	c.txs = c.eth.TxPool().SubscribeTransactions(events, false)
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.forward(events, c.txs.Err()) }()
-	go func() { defer c.wg.Done(); c.clock() }()
+	if c.blockTime > 0 {
+		go func() { defer c.wg.Done(); c.interval() }()
+	} else {
+		go func() { defer c.wg.Done(); c.clock() }()
+	}
 	c.url = "http://" + lis.Addr().String()
 	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = c.srv.Serve(lis) }()

@@ -40,8 +40,9 @@ type config struct {
 	RequestTimeout  time.Duration
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration
-	DexFactories    string // kind:address,... (whales.Factory)
-	QuoteTokens     string // address,...
+	DevnetBlockTime time.Duration // in-process devnet: 0 seals per transaction
+	DexFactories    string        // kind:address,... (whales.Factory)
+	QuoteTokens     string        // address,...
 	WhaleWindow     uint64
 	WhaleInterval   time.Duration
 	WhaleConfirm    uint64
@@ -156,6 +157,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	str(&cfg.Database, "database", "", databaseUsage)
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
 	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
+	dur(&cfg.DevnetBlockTime, "devnet-block-time", 0, "devnet mode, in-process chain: seal a block every this many whole seconds, empty or not (2s: Base's rhythm); 0: a block as soon as a transaction is pending")
 	str(&cfg.DevnetURL, "devnet-url", "", "devnet mode on a shared chain: JSON-RPC URL of a \"tollgate devnet\" (e.g. http://127.0.0.1:8545), instead of an in-process chain; not with --chain-rpc")
 	str(&cfg.ChainRPC, "chain-rpc", "", "Ethereum JSON-RPC URL of a Base node (chain id 8453); empty: run the embedded devnet")
 	str(&cfg.PayTo, "pay-to", "", "address receiving payments (required with --chain-rpc; devnet: test account #1)")
@@ -289,6 +291,9 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--trusted-proxies: %w", err))
 	} else if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("rate limits: %w", err))
+	}
+	if c.DevnetBlockTime < 0 || c.DevnetBlockTime%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("--devnet-block-time %s: want a whole number of seconds", c.DevnetBlockTime))
 	}
 	if c.ForecastModelCA != "" && !strings.HasPrefix(c.ForecastModel, "grpcs://") {
 		errs = append(errs, errors.New("--forecast-model-ca applies only to a grpcs:// --forecast-model"))

@@ -32,8 +32,9 @@ func devnetCmd(ctx context.Context, args []string, getenv func(string) string, s
 		def = "127.0.0.1:8545"
 	}
 	addr := fs.String("rpc", def, "listen address of the chain's JSON-RPC, "+devnet.DescriptionPath+" and "+devnet.GasAccountPath+" (or TOLLGATE_DEVNET_RPC)")
+	blockTime := fs.Duration("block-time", 0, "seal a block every this many whole seconds, empty or not (2s: Base's rhythm); 0: a block as soon as a transaction is pending")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: tollgate devnet [--rpc 127.0.0.1:8545]\n\nRuns the devnet chain alone, for servers started with tollgate serve --devnet-url.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: tollgate devnet [--rpc 127.0.0.1:8545] [--block-time 2s]\n\nRuns the devnet chain alone, for servers started with tollgate serve --devnet-url.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -46,7 +47,7 @@ func devnetCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("devnet: --rpc: %w", err)
 	}
-	chain, err := devnet.Start(ctx, lis)
+	chain, err := devnet.StartWith(ctx, lis, devnet.Options{BlockTime: *blockTime})
 	if err != nil {
 		lis.Close()
 		return err
@@ -74,8 +75,8 @@ type devnetChain struct {
 }
 
 // startDevnet starts the in-process devnet of one-command devnet mode.
-func startDevnet(ctx context.Context, lis net.Listener, publicURL string) (*devnetChain, error) {
-	chain, err := devnet.Start(ctx, lis)
+func startDevnet(ctx context.Context, lis net.Listener, publicURL string, blockTime time.Duration) (*devnetChain, error) {
+	chain, err := devnet.StartWith(ctx, lis, devnet.Options{BlockTime: blockTime})
 	if err != nil {
 		return nil, err
 	}

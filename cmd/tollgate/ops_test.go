@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -272,4 +274,51 @@ func selfSigned(t *testing.T) ([]byte, tls.Certificate) {
 		t.Fatal(err)
 	}
 	return certPEM, cert
+}
+
+// TestDevnetBlockTime: serve's in-process devnet seals on Base's 2 s
+// rhythm when asked, and a paid call settles on it; a fractional block
+// time is refused.
+func TestDevnetBlockTime(t *testing.T) {
+	t.Parallel()
+	s, err := serveFor(t, []string{"--data-dir", t.TempDir(), "--devnet-block-time", "2s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"pay", s.base + "/regime"}, envOf(nil), &out, &errOut); err != nil {
+		t.Fatalf("pay: %v\n%s", err, errOut.String())
+	}
+	client, err := ethclient.Dial(s.devnetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	// The settlement's block was sealed on the rhythm; wait for the next
+	// one (the block before the settlement's may be setup's last).
+	settled, err := client.BlockNumber(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head *types.Header
+	for head == nil || head.Number.Uint64() <= settled {
+		time.Sleep(200 * time.Millisecond)
+		if head, err = client.HeaderByNumber(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent, err := client.HeaderByNumber(context.Background(), new(big.Int).Sub(head.Number, big.NewInt(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Time%2 != 0 || head.Time-parent.Time != 2 {
+		t.Errorf("blocks at %d and %d: want every 2 s", parent.Time, head.Time)
+	}
+	fs, cfg := newServeFlags(envOf(nil))
+	if err := fs.Parse([]string{"--devnet-block-time", "1500ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "--devnet-block-time") {
+		t.Errorf("1.5 s block time: %v", err)
+	}
 }

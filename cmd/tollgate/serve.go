@@ -412,7 +412,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	case cfg.DevnetURL != "":
 		chain, err = dialDevnet(ctx, cfg.DevnetURL, cfg.PublicURL)
 	case cfg.ChainRPC == "":
-		chain, err = startDevnet(ctx, devnetLis, cfg.PublicURL)
+		chain, err = startDevnet(ctx, devnetLis, cfg.PublicURL, cfg.DevnetBlockTime)
 	}
 	if err != nil {
 		return nil, err
