@@ -31,6 +31,7 @@ type Domain struct {
 var (
 	domainTypeHash   = crypto.Keccak256Hash([]byte("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"))
 	transferTypeHash = crypto.Keccak256Hash([]byte("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"))
+	receiveTypeHash  = crypto.Keccak256Hash([]byte("ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"))
 )
 
 // Separator returns the EIP-712 domain separator.
@@ -46,10 +47,17 @@ func (d Domain) Separator() common.Hash {
 
 // Digest returns the EIP-712 digest a payer signs for a:
 // keccak256(0x1901 || domainSeparator || hashStruct(a)).
-func (d Domain) Digest(a Authorization) common.Hash {
+func (d Domain) Digest(a Authorization) common.Hash { return d.digest(transferTypeHash, a) }
+
+// ReceiveDigest is Digest for ReceiveWithAuthorization, the variant only
+// the recipient may submit (a batch-settlement deposit's, to the
+// collector).
+func (d Domain) ReceiveDigest(a Authorization) common.Hash { return d.digest(receiveTypeHash, a) }
+
+func (d Domain) digest(typeHash common.Hash, a Authorization) common.Hash {
 	sep := d.Separator()
 	structHash := crypto.Keccak256(
-		transferTypeHash[:],
+		typeHash[:],
 		common.LeftPadBytes(a.From[:], 32),
 		common.LeftPadBytes(a.To[:], 32),
 		word(a.Value),

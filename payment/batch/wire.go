@@ -89,34 +89,42 @@ type Deposit struct {
 
 // wirePayload is PaymentPayload.payload as the official client writes it.
 type wirePayload struct {
-	Type          string `json:"type"`
-	ChannelConfig *struct {
-		Payer              string          `json:"payer"`
-		PayerAuthorizer    string          `json:"payerAuthorizer"`
-		Receiver           string          `json:"receiver"`
-		ReceiverAuthorizer string          `json:"receiverAuthorizer"`
-		Token              string          `json:"token"`
-		WithdrawDelay      json.RawMessage `json:"withdrawDelay"`
-		Salt               string          `json:"salt"`
-	} `json:"channelConfig"`
-	Voucher *struct {
-		ChannelID          string `json:"channelId"`
-		MaxClaimableAmount string `json:"maxClaimableAmount"`
-		Signature          string `json:"signature"`
-	} `json:"voucher"`
-	Deposit *struct {
-		Amount        string `json:"amount"`
-		Authorization struct {
-			ERC3009 *struct {
-				ValidAfter  string `json:"validAfter"`
-				ValidBefore string `json:"validBefore"`
-				Salt        string `json:"salt"`
-				Signature   string `json:"signature"`
-			} `json:"erc3009Authorization"`
-			Permit2 json.RawMessage `json:"permit2Authorization"`
-		} `json:"authorization"`
-	} `json:"deposit"`
-	Amount string `json:"amount"` // a refund's, optional
+	Type          string       `json:"type"`
+	ChannelConfig *wireConfig  `json:"channelConfig"`
+	Voucher       *wireVoucher `json:"voucher"`
+	Deposit       *wireDeposit `json:"deposit,omitempty"`
+	Amount        string       `json:"amount,omitempty"` // a refund's, optional
+}
+
+type wireConfig struct {
+	Payer              string          `json:"payer"`
+	PayerAuthorizer    string          `json:"payerAuthorizer"`
+	Receiver           string          `json:"receiver"`
+	ReceiverAuthorizer string          `json:"receiverAuthorizer"`
+	Token              string          `json:"token"`
+	WithdrawDelay      json.RawMessage `json:"withdrawDelay"` // a JSON number
+	Salt               string          `json:"salt"`
+}
+
+type wireVoucher struct {
+	ChannelID          string `json:"channelId"`
+	MaxClaimableAmount string `json:"maxClaimableAmount"`
+	Signature          string `json:"signature"`
+}
+
+type wireDeposit struct {
+	Amount        string `json:"amount"`
+	Authorization struct {
+		ERC3009 *wireERC3009    `json:"erc3009Authorization,omitempty"`
+		Permit2 json.RawMessage `json:"permit2Authorization,omitempty"`
+	} `json:"authorization"`
+}
+
+type wireERC3009 struct {
+	ValidAfter  string `json:"validAfter"`
+	ValidBefore string `json:"validBefore"`
+	Salt        string `json:"salt"`
+	Signature   string `json:"signature"`
 }
 
 var (
