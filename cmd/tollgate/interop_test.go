@@ -29,13 +29,7 @@ import (
 // It needs node and `npm ci` in .ci/interop; .ci/run provides both and
 // sets TOLLGATE_REQUIRE_INTEROP=1 so that it cannot skip there.
 func TestInteropOfficialClients(t *testing.T) {
-	dir, _ := filepath.Abs("../../.ci/interop")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "x402-fetch")); err != nil {
-		if os.Getenv("TOLLGATE_REQUIRE_INTEROP") != "" {
-			t.Fatalf("interop clients not installed in %s (npm ci)", dir)
-		}
-		t.Skip("npm x402 clients not installed (cd .ci/interop && npm ci)")
-	}
+	dir := interopDir(t, "x402-fetch")
 	dataDir := t.TempDir()
 	s, err := serveFor(t, []string{"--data-dir", dataDir}, nil)
 	if err != nil {
@@ -118,6 +112,25 @@ func TestInteropOfficialClients(t *testing.T) {
 	if got["regime"] != "1/0.05" || got["candles"] != "1/0.02" || len(got) != 2 {
 		t.Errorf("/metrics paid = %v", got)
 	}
+}
+
+// interopDir returns .ci/interop if node is on the PATH and pkg is
+// installed in its node_modules (npm ci). Otherwise it skips the test,
+// or fails it when TOLLGATE_REQUIRE_INTEROP is set (CI).
+func interopDir(t *testing.T, pkg string) string {
+	t.Helper()
+	dir, _ := filepath.Abs("../../.ci/interop")
+	_, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", pkg))
+	}
+	if err != nil {
+		if os.Getenv("TOLLGATE_REQUIRE_INTEROP") != "" {
+			t.Fatalf("node and the npm x402 packages in %s are needed (cd .ci/interop && npm ci): %v", dir, err)
+		}
+		t.Skipf("node or the npm x402 packages are missing (cd .ci/interop && npm ci): %v", err)
+	}
+	return dir
 }
 
 // waitHealthy waits for /health. Start-up includes the devnet's history,
