@@ -16,6 +16,7 @@ import (
 // checks the channel and the token balances after each step
 // (docs/batch-settlement.md §9).
 func TestInteropBatchFacilitator(t *testing.T) {
+	t.Parallel()
 	dir := interopDir(t, "@x402/evm")
 	rpcURL := startDevnetCmd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
