@@ -78,7 +78,11 @@ func word(v *big.Int) []byte {
 // Sign signs a with key, returning the 65-byte r||s||v signature with v in
 // {27, 28}, as wallets do.
 func (d Domain) Sign(a Authorization, key *ecdsa.PrivateKey) ([]byte, error) {
-	digest := d.Digest(a)
+	return SignDigest(d.Digest(a), key)
+}
+
+// SignDigest signs an EIP-712 digest with key: r||s||v, v in {27, 28}.
+func SignDigest(digest common.Hash, key *ecdsa.PrivateKey) ([]byte, error) {
 	sig, err := crypto.Sign(digest[:], key)
 	if err != nil {
 		return nil, err
@@ -89,10 +93,16 @@ func (d Domain) Sign(a Authorization, key *ecdsa.PrivateKey) ([]byte, error) {
 
 var errBadSignature = errors.New("signature does not recover")
 
-// Recover returns the address that produced sig over a's digest. It
-// accepts v as 0/1 or 27/28 and refuses high-s signatures (malleable), as
-// FiatToken does.
+// Recover returns the address that produced sig over a's digest (see
+// RecoverDigest).
 func (d Domain) Recover(a Authorization, sig []byte) (common.Address, error) {
+	return RecoverDigest(d.Digest(a), sig)
+}
+
+// RecoverDigest returns the address that signed an EIP-712 digest. It
+// accepts v as 0/1 or 27/28 and refuses high-s signatures (malleable), as
+// FiatToken and OpenZeppelin's ECDSA do.
+func RecoverDigest(digest common.Hash, sig []byte) (common.Address, error) {
 	if len(sig) != 65 {
 		return common.Address{}, fmt.Errorf("%w: %d bytes, want 65", errBadSignature, len(sig))
 	}
@@ -107,7 +117,6 @@ func (d Domain) Recover(a Authorization, sig []byte) (common.Address, error) {
 	if new(big.Int).SetBytes(s[32:64]).Cmp(halfOrder) > 0 {
 		return common.Address{}, fmt.Errorf("%w: high s", errBadSignature)
 	}
-	digest := d.Digest(a)
 	pub, err := crypto.SigToPub(digest[:], s)
 	if err != nil {
 		return common.Address{}, fmt.Errorf("%w: %v", errBadSignature, err)

@@ -36,7 +36,7 @@ func (p Payer) Channel(t Terms) (Config, common.Hash) {
 // Voucher signs a voucher allowing claims up to max (cumulative) on
 // channel id.
 func (p Payer) Voucher(id common.Hash, max *big.Int) ([]byte, error) {
-	return sign(p.Escrow.VoucherDigest(id, max), p.Key)
+	return payment.SignDigest(p.Escrow.VoucherDigest(id, max), p.Key)
 }
 
 // DepositRequest is what a deposit payload carries besides its voucher.
@@ -70,7 +70,7 @@ func (p Payer) Payload(t Terms, typ string, max *big.Int, dep *DepositRequest, r
 		}
 		a := payment.Authorization{From: cfg.Payer, To: ERC3009CollectorAddress, Value: dep.Amount, ValidAfter: new(big.Int),
 			ValidBefore: dep.ValidBefore, Nonce: DepositNonce(id, dep.Salt)}
-		auth, err := sign(dep.Token.ReceiveDigest(a), p.Key)
+		auth, err := payment.SignDigest(dep.Token.ReceiveDigest(a), p.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -86,14 +86,4 @@ func (p Payer) Payload(t Terms, typ string, max *big.Int, dep *DepositRequest, r
 		return nil, fmt.Errorf("batch: payload type %q", typ)
 	}
 	return json.Marshal(w)
-}
-
-// sign returns the 65-byte r||s||v signature of digest, v 27 or 28.
-func sign(digest common.Hash, key *ecdsa.PrivateKey) ([]byte, error) {
-	sig, err := crypto.Sign(digest[:], key)
-	if err != nil {
-		return nil, err
-	}
-	sig[64] += 27
-	return sig, nil
 }

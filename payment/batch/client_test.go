@@ -48,10 +48,10 @@ func TestPayerPayloads(t *testing.T) {
 	}
 	a := payment.Authorization{From: payer.Address(), To: ERC3009CollectorAddress, Value: p.Deposit.Amount, ValidAfter: p.Deposit.ValidAfter,
 		ValidBefore: p.Deposit.ValidBefore, Nonce: DepositNonce(id, p.Deposit.Salt)}
-	if signer, err := Recover(token.ReceiveDigest(a), p.Deposit.Signature); err != nil || signer != payer.Address() {
+	if signer, err := payment.RecoverDigest(token.ReceiveDigest(a), p.Deposit.Signature); err != nil || signer != payer.Address() {
 		t.Errorf("deposit authorization recovers to %s (%v), want the payer", signer.Hex(), err)
 	}
-	if signer, _ := Recover(token.Digest(a), p.Deposit.Signature); signer == payer.Address() {
+	if signer, _ := payment.RecoverDigest(token.Digest(a), p.Deposit.Signature); signer == payer.Address() {
 		t.Error("the deposit was signed as a TransferWithAuthorization, which anyone could submit")
 	}
 	if got := crypto.Keccak256Hash([]byte("ReceiveWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)")); got !=

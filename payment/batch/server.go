@@ -6,6 +6,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+
+	"github.com/tollgate/tollgate/payment"
 )
 
 // Terms is what the server asks of a channel that pays one route: the
@@ -113,7 +115,7 @@ func (t Terms) VerifyLocally(c Channel, p *Payment, now time.Time, ttl time.Dura
 	if c.SyncedAt.IsZero() || now.Sub(c.SyncedAt) > ttl || p.Config.PayerAuthorizer == (common.Address{}) {
 		return false, nil
 	}
-	signer, err := Recover(t.Escrow.VoucherDigest(p.ChannelID, p.MaxClaimable), p.Signature)
+	signer, err := payment.RecoverDigest(t.Escrow.VoucherDigest(p.ChannelID, p.MaxClaimable), p.Signature)
 	if err != nil || signer != p.Config.PayerAuthorizer {
 		return true, refuse(ReasonVoucherSignature, "the voucher is not signed by the channel's payerAuthorizer %s", p.Config.PayerAuthorizer.Hex())
 	}

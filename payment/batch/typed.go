@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"errors"
 	"math/big"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -86,23 +85,6 @@ func (e Escrow) ClaimBatchDigest(entries []ClaimEntry) common.Hash {
 // authorization to the channel.
 func DepositNonce(id common.Hash, salt *big.Int) common.Hash {
 	return crypto.Keccak256Hash(id[:], word(salt))
-}
-
-// Recover returns the address that signed digest (a 65-byte r||s||v
-// signature, v 27/28 or 0/1).
-func Recover(digest common.Hash, sig []byte) (common.Address, error) {
-	if len(sig) != 65 {
-		return common.Address{}, errors.New("batch: a signature is 65 bytes")
-	}
-	s := append([]byte(nil), sig...)
-	if s[64] >= 27 {
-		s[64] -= 27
-	}
-	pub, err := crypto.SigToPub(digest[:], s)
-	if err != nil {
-		return common.Address{}, err
-	}
-	return crypto.PubkeyToAddress(*pub), nil
 }
 
 func addressWord(a common.Address) []byte { return common.LeftPadBytes(a[:], 32) }

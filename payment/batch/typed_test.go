@@ -46,7 +46,7 @@ func TestTypedDataVectors(t *testing.T) {
 	}
 }
 
-// TestRecover: a voucher signed by a key recovers to its address, with v
+// TestRecover: a voucher signed by a key recovers (payment.RecoverDigest) to its address, with v
 // as 27/28 or 0/1; another digest or a short signature does not.
 func TestRecover(t *testing.T) {
 	t.Parallel()
@@ -61,14 +61,14 @@ func TestRecover(t *testing.T) {
 	for _, v := range []byte{0, 27} {
 		s := append([]byte(nil), sig...)
 		s[64] += v
-		if got, err := Recover(d, s); err != nil || got != want {
+		if got, err := payment.RecoverDigest(d, s); err != nil || got != want {
 			t.Errorf("v+%d: %s %v", v, got.Hex(), err)
 		}
 	}
-	if got, _ := Recover(e.VoucherDigest(common.HexToHash("0x01"), big.NewInt(6)), sig); got == want {
+	if got, _ := payment.RecoverDigest(e.VoucherDigest(common.HexToHash("0x01"), big.NewInt(6)), sig); got == want {
 		t.Error("another voucher recovered to the signer")
 	}
-	if _, err := Recover(d, sig[:64]); err == nil {
+	if _, err := payment.RecoverDigest(d, sig[:64]); err == nil {
 		t.Error("a 64-byte signature was accepted")
 	}
 }
