@@ -194,10 +194,22 @@ func (m *Metrics) WhaleScan(took time.Duration, calls int64, lag uint64, err err
 
 // Upstream records one call to upstream.
 func (m *Metrics) Upstream(upstream, method string, took time.Duration, err error) {
+	m.record(upstream, []string{method}, took, err != nil)
+}
+
+// record counts each of methods, made in one call to upstream that took
+// took, and times the call once (a JSON-RPC batch as "batch").
+func (m *Metrics) record(upstream string, methods []string, took time.Duration, failed bool) {
 	outcome := "ok"
-	if err != nil {
+	if failed {
 		outcome = "error"
 	}
-	m.upstreamRequests.WithLabelValues(upstream, method, outcome).Inc()
-	m.upstreamDuration.WithLabelValues(upstream, method).Observe(took.Seconds())
+	for _, name := range methods {
+		m.upstreamRequests.WithLabelValues(upstream, name, outcome).Inc()
+	}
+	timed := "batch"
+	if len(methods) == 1 {
+		timed = methods[0]
+	}
+	m.upstreamDuration.WithLabelValues(upstream, timed).Observe(took.Seconds())
 }

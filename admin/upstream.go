@@ -38,19 +38,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	resp, err := t.base.RoundTrip(r)
-	took := time.Since(start)
-	outcome := "ok"
-	if err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-		outcome = "error"
-	}
-	for _, name := range methods {
-		t.m.upstreamRequests.WithLabelValues(t.upstream, name, outcome).Inc()
-	}
-	timed := "batch"
-	if len(methods) == 1 {
-		timed = methods[0]
-	}
-	t.m.upstreamDuration.WithLabelValues(t.upstream, timed).Observe(took.Seconds())
+	t.m.record(t.upstream, methods, time.Since(start), err != nil || resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests)
 	return resp, err
 }
 
