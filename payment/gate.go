@@ -84,6 +84,8 @@ type GateConfig struct {
 	Now func() time.Time
 	// Observer is told of each step of the payment funnel; nil: nobody.
 	Observer Observer
+	// Schemes are offered beside exact, in this order, to v2 clients.
+	Schemes []Scheme
 }
 
 // Validate reports every problem of c at once.
@@ -103,6 +105,14 @@ func (c GateConfig) Validate() error {
 	}
 	if c.MaxTimeout <= 0 || c.SettleTimeout <= 0 {
 		errs = append(errs, errors.New("gate: max timeout and settle timeout must be positive"))
+	}
+	seen := map[string]bool{"exact": true}
+	for _, s := range c.Schemes {
+		if s == nil || seen[s.Name()] {
+			errs = append(errs, fmt.Errorf("gate: scheme %v is nil or offered twice", s))
+			continue
+		}
+		seen[s.Name()] = true
 	}
 	return errors.Join(errs...)
 }
@@ -237,7 +247,19 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		}
 		g.obs.Presented(rt.Name)
 		req := g.requirement(rt, r)
-		p, err := DecodeHeader(header, version)
+		raw, err := decodeBase64(header)
+		var env *wirePayload
+		if err == nil {
+			env, err = decodeEnvelope(raw, version)
+		}
+		var p *Payment
+		if err == nil {
+			if s := g.scheme(env); s != nil {
+				g.other(w, r, req, s, env, raw, next)
+				return
+			}
+			p, err = exactPayment(env, raw)
+		}
 		if err != nil {
 			// A header that is not a payment at all is a client bug: 400.
 			var ve *VerifyError
@@ -266,6 +288,36 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		}
 		g.serve(w, r, rt, req, p, next)
 	})
+}
+
+// scheme returns the scheme other than exact a v2 payment chose, if any.
+func (g *Gate) scheme(env *wirePayload) Scheme {
+	if *env.X402Version != 2 {
+		return nil
+	}
+	for _, s := range g.cfg.Schemes {
+		if s.Name() == env.Accepted.Scheme {
+			return s
+		}
+	}
+	return nil
+}
+
+// other hands a v2 payment to the scheme it chose, once what it accepted
+// matches the route's entry for that scheme (the extra is the scheme's to
+// check) and it pays for the requested resource.
+func (g *Gate) other(w http.ResponseWriter, r *http.Request, req *Requirement, s Scheme, env *wirePayload, raw []byte, next http.Handler) {
+	x := &Exchange{Request: r, Requirement: req, w: w, g: g, next: next,
+		Envelope: &Envelope{Accepted: *env.Accepted, Resource: env.Resource, Payload: env.Payload, Raw: raw}}
+	want, got := s.Accepts(req), *env.Accepted
+	switch {
+	case got.Network != want.Network || got.Amount != want.Amount || !strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo):
+		x.Challenge(ReasonNoMatch, "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)", "", nil, nil)
+	case env.Resource != nil && !g.sameResourceURL(env.Resource.URL, r.URL):
+		x.Challenge(ReasonResourceMismatch, fmt.Sprintf("the payment is for %q, not %s", env.Resource.URL, g.base+r.URL.RequestURI()), "", nil, nil)
+	default:
+		s.Serve(x)
+	}
 }
 
 // validitySlack is how much longer than maxTimeoutSeconds an
@@ -822,6 +874,11 @@ func (g *Gate) usd(amount *big.Int) float64 {
 
 func (g *Gate) writeChallenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {
 	v1, v2 := g.challengeObjects(req, why)
+	g.writeObjects(w, v1, v2)
+}
+
+// writeObjects writes a 402: v1 as the body, v2 as PAYMENT-REQUIRED.
+func (g *Gate) writeObjects(w http.ResponseWriter, v1 RequiredV1, v2 RequiredV2) {
 	h := w.Header()
 	if hv, err := EncodeHeader(v2); err == nil {
 		h.Set(HeaderPaymentRequired, hv)
@@ -859,6 +916,9 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
 		Accepts:     []RequirementsV2{req.V2()},
 		Extensions:  map[string]any{"bazaar": d.bazaar},
+	}
+	for _, s := range g.cfg.Schemes {
+		v2.Accepts = append(v2.Accepts, s.Accepts(req))
 	}
 	return v1, v2
 }

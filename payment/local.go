@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/rpc"
@@ -395,4 +396,54 @@ func (l *Local) whyReverted(ctx context.Context, p *Payment, r *Requirement, dat
 		return what + ": " + msg
 	}
 	return what
+}
+
+// Sent is the outcome of a call the facilitator's gas key made for a
+// scheme (see Transact).
+type Sent struct {
+	// Refused is why the simulation reverted, the node's message; nothing
+	// was sent. RevertData is the revert's data when the node gave it (a
+	// custom error's selector and arguments).
+	Refused    string
+	RevertData []byte
+	// Tx is the transaction's hash once sent.
+	Tx common.Hash
+	// Receipt is its receipt; nil when it was not mined within the
+	// receipt timeout (it stays watched and may still land).
+	Receipt *types.Receipt
+}
+
+// Transact sends data to contract to from the gas key and waits for the
+// receipt: the way a scheme's facilitator side (batch-settlement's
+// deposits, claims, settles and refunds) sends transactions, sharing the
+// key's nonces with exact's settlements. The gas estimate is the
+// simulation; gas, when not 0, is the limit used instead of the estimate
+// with a margin.
+func (l *Local) Transact(ctx context.Context, to common.Address, data []byte, gas uint64) (Sent, error) {
+	est, err := l.chain.EstimateGas(ctx, ethereum.CallMsg{From: l.from, To: &to, Data: data})
+	if err != nil {
+		if isRevert(err) {
+			s := Sent{Refused: err.Error()}
+			var de rpc.DataError
+			if errors.As(err, &de) {
+				if h, ok := de.ErrorData().(string); ok {
+					s.RevertData, _ = hexutil.Decode(h)
+				}
+			}
+			return s, nil
+		}
+		return Sent{}, &FacilitatorError{Op: "transact", Err: err}
+	}
+	if gas == 0 {
+		gas = est * 12 / 10
+	}
+	f, err := l.txs.submit(ctx, call{to: to, data: data, gas: gas})
+	if err != nil {
+		return Sent{}, &FacilitatorError{Op: "transact", Err: err}
+	}
+	got := l.txs.wait(ctx, f, l.cfg.ReceiptTimeout)
+	if got.rcpt == nil && !got.accepted {
+		return Sent{Tx: got.tx}, &FacilitatorError{Op: "transact", Err: fmt.Errorf("transaction %s not confirmed by the node: %w", got.tx, got.sendErr)}
+	}
+	return Sent{Tx: got.tx, Receipt: got.rcpt}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -42,10 +43,85 @@ type RequirementsV1 struct {
 	Extra             Extra          `json:"extra"`
 }
 
-// Extra is the EIP-712 domain name and version of the asset.
+// Extra is a requirement's extra object: the asset's EIP-712 domain name
+// and version, which every EVM scheme names, and the fields a scheme adds
+// beside them (batch-settlement's receiverAuthorizer, withdrawDelay, …),
+// written after name and version in key order.
 type Extra struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	// Fields holds the scheme's other fields, by key, as JSON; nil for
+	// exact.
+	Fields map[string]json.RawMessage `json:"-"`
+}
+
+type plainExtra struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// MarshalJSON writes name, version, then Fields in key order.
+func (e Extra) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(plainExtra{Name: e.Name, Version: e.Version})
+	if err != nil || len(e.Fields) == 0 {
+		return b, err
+	}
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		if k != "name" && k != "version" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = b[:len(b)-1]
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		b = append(append(append(append(b, ','), kb...), ':'), e.Fields[k]...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads name and version, and keeps every other field in
+// Fields.
+func (e *Extra) UnmarshalJSON(b []byte) error {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	var plain plainExtra
+	if err := json.Unmarshal(b, &plain); err != nil {
+		return err
+	}
+	e.Name, e.Version, e.Fields = plain.Name, plain.Version, nil
+	for k, v := range all {
+		if k == "name" || k == "version" {
+			continue
+		}
+		if e.Fields == nil {
+			e.Fields = map[string]json.RawMessage{}
+		}
+		e.Fields[k] = v
+	}
+	return nil
+}
+
+// Field returns extra field k as JSON, nil when absent.
+func (e Extra) Field(k string) json.RawMessage { return e.Fields[k] }
+
+// With returns e with field k set to v's JSON (a copy: e's map is not
+// written).
+func (e Extra) With(k string, v any) Extra {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return e
+	}
+	out := e
+	out.Fields = make(map[string]json.RawMessage, len(e.Fields)+1)
+	for key, val := range e.Fields {
+		out.Fields[key] = val
+	}
+	out.Fields[k] = b
+	return out
 }
 
 // RequiredV1 is the body of a 402 (x402 v1).
@@ -99,17 +175,17 @@ type wireExactPayload struct {
 }
 
 // wirePayload is a PaymentPayload of either version; pointers tell a
-// missing field from a zero one.
+// missing field from a zero one. The payload is the scheme's.
 type wirePayload struct {
-	X402Version *int              `json:"x402Version"`
-	Scheme      string            `json:"scheme"`   // v1
-	Network     string            `json:"network"`  // v1
-	Accepted    *RequirementsV2   `json:"accepted"` // v2
-	Resource    *ResourceV2       `json:"resource"` // v2, optional
-	Payload     *wireExactPayload `json:"payload"`
+	X402Version *int            `json:"x402Version"`
+	Scheme      string          `json:"scheme"`   // v1
+	Network     string          `json:"network"`  // v1
+	Accepted    *RequirementsV2 `json:"accepted"` // v2
+	Resource    *ResourceV2     `json:"resource"` // v2, optional
+	Payload     json.RawMessage `json:"payload"`
 }
 
-// Payment is a decoded payment, whichever protocol version carried it.
+// Payment is a decoded exact payment, whichever protocol version carried it.
 type Payment struct {
 	Version  int
 	Scheme   string
@@ -124,29 +200,35 @@ type Payment struct {
 	Raw json.RawMessage
 }
 
-// DecodeHeader decodes a payment header: base64 (standard, raw or URL, as
-// clients differ) of a PaymentPayload JSON. Errors are *VerifyError with
-// code invalid_payload.
+// DecodeHeader decodes an exact payment header: base64 (standard, raw or
+// URL, as clients differ) of a PaymentPayload JSON. Errors are
+// *VerifyError with code invalid_payload.
 func DecodeHeader(value string, version int) (*Payment, error) {
-	if len(value) > maxHeader {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf("payment header is %d bytes; at most %d", len(value), maxHeader)}
-	}
-	value = strings.TrimSpace(value)
-	var raw []byte
-	var err error
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if raw, err = enc.DecodeString(value); err == nil {
-			break
-		}
-	}
+	raw, err := decodeBase64(value)
 	if err != nil {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not base64"}
+		return nil, err
 	}
 	return DecodePayload(raw, version)
 }
 
-// DecodePayload decodes a PaymentPayload JSON of the given version.
-func DecodePayload(raw []byte, version int) (*Payment, error) {
+// decodeBase64 undoes a payment header's base64, whichever alphabet and
+// padding the client used.
+func decodeBase64(value string) ([]byte, error) {
+	if len(value) > maxHeader {
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf("payment header is %d bytes; at most %d", len(value), maxHeader)}
+	}
+	value = strings.TrimSpace(value)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if raw, err := enc.DecodeString(value); err == nil {
+			return raw, nil
+		}
+	}
+	return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not base64"}
+}
+
+// decodeEnvelope decodes a PaymentPayload of the given version, leaving
+// its scheme's payload as JSON.
+func decodeEnvelope(raw []byte, version int) (*wirePayload, error) {
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not a JSON PaymentPayload: " + err.Error()}
@@ -156,24 +238,42 @@ func DecodePayload(raw []byte, version int) (*Payment, error) {
 		return nil, &VerifyError{Reason: ReasonInvalidVersion, Message: "x402Version is missing"}
 	case *w.X402Version != version:
 		return nil, &VerifyError{Reason: ReasonInvalidVersion, Message: fmt.Sprintf("x402Version %d in the %s header", *w.X402Version, headerOf(version))}
-	case w.Payload == nil:
+	case len(w.Payload) == 0 || string(w.Payload) == "null":
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is missing"}
+	case version == 2 && w.Accepted == nil:
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "accepted is missing"}
 	}
-	p := &Payment{Version: version, Scheme: w.Scheme, Network: w.Network, Accepted: w.Accepted, Raw: raw}
 	if version == 2 {
-		p.Resource = w.Resource
+		w.Scheme, w.Network = w.Accepted.Scheme, w.Accepted.Network
+	} else {
+		w.Resource = nil
 	}
+	return &w, nil
+}
+
+// DecodePayload decodes an exact PaymentPayload JSON of the given version.
+func DecodePayload(raw []byte, version int) (*Payment, error) {
+	w, err := decodeEnvelope(raw, version)
+	if err != nil {
+		return nil, err
+	}
+	return exactPayment(w, raw)
+}
+
+// exactPayment reads an envelope's payload as exact's: an EIP-3009
+// authorization and its signature.
+func exactPayment(w *wirePayload, raw []byte) (*Payment, error) {
+	var ex wireExactPayload
+	if err := json.Unmarshal(w.Payload, &ex); err != nil {
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is not an exact payload: " + err.Error()}
+	}
+	version := *w.X402Version
+	p := &Payment{Version: version, Scheme: w.Scheme, Network: w.Network, Accepted: w.Accepted, Resource: w.Resource, Raw: raw}
 	var err error
-	if version == 2 {
-		if w.Accepted == nil {
-			return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "accepted is missing"}
-		}
-		p.Scheme, p.Network = w.Accepted.Scheme, w.Accepted.Network
-	}
-	if p.Authorization, err = parseAuthorization(w.Payload.Authorization); err != nil {
+	if p.Authorization, err = parseAuthorization(ex.Authorization); err != nil {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: err.Error()}
 	}
-	if p.Signature, err = hexutil.Decode(w.Payload.Signature); err != nil || len(p.Signature) == 0 {
+	if p.Signature, err = hexutil.Decode(ex.Signature); err != nil || len(p.Signature) == 0 {
 		return nil, &VerifyError{Reason: ReasonInvalidSignature, Message: "signature is not 0x-hex"}
 	}
 	if len(p.Signature) == 65 && p.Signature[64] < 27 {
@@ -223,12 +323,16 @@ func EncodeHeader(v any) (string, error) {
 }
 
 // SettleResponse is the settlement header's object (both versions).
+// Amount and Extra are a scheme's (batch-settlement: the deposited or
+// refunded amount, chargedAmount and channelState); exact writes neither.
 type SettleResponse struct {
 	Success     bool   `json:"success"`
 	ErrorReason string `json:"errorReason,omitempty"`
 	Transaction string `json:"transaction"`
 	Network     string `json:"network"`
 	Payer       string `json:"payer"`
+	Amount      string `json:"amount,omitempty"`
+	Extra       any    `json:"extra,omitempty"`
 }
 
 // EncodePayment builds a PaymentPayload header value for a signed
