@@ -1,0 +1,517 @@
+package batch
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/tollgate/tollgate/payment"
+)
+
+// ReasonWithdrawalPending refuses new vouchers on a channel whose payer's
+// timed withdrawal is about to be finalizable (Tollgate's own code: the
+// specification lets a server keep serving).
+const ReasonWithdrawalPending = reasonPrefix + "withdrawal_pending"
+
+// ServerConfig is the scheme's server side: the channels it accepts and
+// how it serves them.
+type ServerConfig struct {
+	Escrow Escrow
+	// Authorizer is the receiver authorizer's key: its address is every
+	// channel's receiverAuthorizer, and it signs the claims and the
+	// cooperative refunds. Never logged.
+	Authorizer *ecdsa.PrivateKey
+	// WithdrawDelay is the channels' withdrawDelay, seconds: how long a
+	// payer's timed withdrawal waits, the time the claimer has to claim.
+	WithdrawDelay uint64
+	// MinDeposit is announced as extra.minDeposit (atomic units), the
+	// deposit the official client aims for; a route's price when larger.
+	MinDeposit *big.Int
+	// StateTTL is how long a mirrored on-chain state serves a voucher's
+	// local verification; past it the facilitator verifies (and the
+	// mirror is refreshed). 0: withdrawDelay/3, between 30 s and 5 min.
+	StateTTL time.Duration
+	// WithdrawMargin is how long before a pending timed withdrawal can be
+	// finalized new vouchers on the channel stop being served: what is
+	// served later might not be claimed in time. 0: 5 minutes.
+	WithdrawMargin time.Duration
+	// Timeout bounds the facilitator's work for one request (a deposit
+	// waits for its block). 0: 60 s.
+	Timeout time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem of c at once.
+func (c ServerConfig) Validate() error {
+	var errs []error
+	if c.Escrow.ChainID == nil || c.Escrow.Address == (common.Address{}) {
+		errs = append(errs, errors.New("batch: the escrow's chain id and address are required"))
+	}
+	if c.Authorizer == nil {
+		errs = append(errs, errors.New("batch: a receiver authorizer key is required"))
+	}
+	if c.WithdrawDelay < MinWithdrawDelay || c.WithdrawDelay > MaxWithdrawDelay {
+		errs = append(errs, fmt.Errorf("batch: withdraw delay %d s is outside [%d, %d]", c.WithdrawDelay, MinWithdrawDelay, MaxWithdrawDelay))
+	}
+	if c.MinDeposit != nil && c.MinDeposit.Sign() < 0 || c.StateTTL < 0 || c.WithdrawMargin < 0 || c.Timeout < 0 {
+		errs = append(errs, errors.New("batch: min deposit and durations must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the scheme's server side, a payment.Scheme: it offers
+// channels on every paid route, serves vouchers from the channel store
+// (no chain I/O while the mirrored state is fresh), has deposits and
+// refunds done by the facilitator, and answers a voucher that does not
+// sign what it expects with the corrective 402.
+//
+// A channel serves one request at a time, across replicas: a request
+// reserves the channel (Reserve) once its voucher verified, and commits
+// the charge (Commit) only after the handler succeeded; a failed handler
+// releases it uncharged. Deposits land before the handler runs: no
+// voucher value exists before the deposit does.
+type Server struct {
+	cfg        ServerConfig
+	store      Store
+	f          Facilitator
+	authorizer common.Address
+	now        func() time.Time
+}
+
+var _ payment.Scheme = (*Server)(nil)
+
+// NewServer returns the scheme's server side over store and f; it does
+// no I/O.
+func NewServer(cfg ServerConfig, store Store, f Facilitator) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.StateTTL == 0 {
+		cfg.StateTTL = min(max(time.Duration(cfg.WithdrawDelay)*time.Second/3, 30*time.Second), 5*time.Minute)
+	}
+	if cfg.WithdrawMargin == 0 {
+		cfg.WithdrawMargin = 5 * time.Minute
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = time.Minute
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Server{cfg: cfg, store: store, f: f, authorizer: crypto.PubkeyToAddress(cfg.Authorizer.PublicKey), now: now}, nil
+}
+
+// Name implements payment.Scheme.
+func (s *Server) Name() string { return Scheme }
+
+// ReceiverAuthorizer is the address channels must name as their receiver
+// authorizer.
+func (s *Server) ReceiverAuthorizer() common.Address { return s.authorizer }
+
+// Accepts implements payment.Scheme: the route's price as the per-request
+// amount, and the channel's terms in extra.
+func (s *Server) Accepts(req *payment.Requirement) payment.RequirementsV2 {
+	minDeposit := req.Amount
+	if s.cfg.MinDeposit != nil && s.cfg.MinDeposit.Cmp(minDeposit) > 0 {
+		minDeposit = s.cfg.MinDeposit
+	}
+	extra := payment.Extra{Name: req.AssetName, Version: req.AssetVersion}.
+		With("receiverAuthorizer", s.authorizer.Hex()).
+		With("withdrawDelay", s.cfg.WithdrawDelay).
+		With("minDeposit", minDeposit.String())
+	return payment.RequirementsV2{Scheme: Scheme, Network: req.Network, Amount: req.Amount.String(), Asset: req.Asset.Hex(),
+		PayTo: req.PayTo.Hex(), MaxTimeoutSeconds: req.MaxTimeout, Extra: extra}
+}
+
+// terms are what a channel paying req must be.
+func (s *Server) terms(req *payment.Requirement) Terms {
+	return Terms{Escrow: s.cfg.Escrow, Receiver: req.PayTo, ReceiverAuthorizer: s.authorizer, Token: req.Asset,
+		WithdrawDelay: s.cfg.WithdrawDelay, Price: req.Amount}
+}
+
+// exchange is one request on a channel, as Serve carries it along.
+type exchange struct {
+	*payment.Exchange
+	p     *Payment
+	t     Terms
+	payer string
+	ctx   context.Context
+}
+
+// Serve implements payment.Scheme.
+func (s *Server) Serve(px *payment.Exchange) {
+	p, err := DecodePayload(px.Envelope.Payload)
+	if err != nil {
+		var e *Error
+		errors.As(err, &e)
+		px.Challenge(e.Reason, e.Message, "", nil, nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(px.Context(), s.cfg.Timeout)
+	defer cancel()
+	x := &exchange{Exchange: px, p: p, t: s.terms(px.Requirement), payer: p.Config.Payer.Hex(), ctx: ctx}
+	if err := x.t.Bind(p); err != nil {
+		s.refuse(x, err)
+		return
+	}
+	if p.Type == TypeRefund {
+		s.refund(x)
+		return
+	}
+	s.pay(x)
+}
+
+// pay serves a deposit or a voucher: verify, reserve, deposit, handler,
+// commit.
+func (s *Server) pay(x *exchange) {
+	p, now := x.p, s.now()
+	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
+		return
+	}
+	if found {
+		if m := x.t.CheckCumulative(c, true, p); m != nil {
+			s.corrective(x, m)
+			return
+		}
+		if err := s.withdrawing(c, now); err != nil {
+			s.refuse(x, err)
+			return
+		}
+	}
+	var verdict *Verdict
+	fresh := false
+	if found && p.Type == TypeVoucher {
+		if fresh, err = x.t.VerifyLocally(c, p, now, s.cfg.StateTTL); err != nil {
+			s.refuse(x, err)
+			return
+		}
+	}
+	if !fresh {
+		v, err := s.f.Verify(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
+		if err != nil {
+			s.facilitatorFailed(x, "verify", err)
+			return
+		}
+		if !v.Valid {
+			x.Challenge(v.Reason, v.Message, x.payer, nil, nil)
+			return
+		}
+		verdict = &v
+	}
+
+	hold := holdID()
+	expires := now.Add(min(max(time.Duration(x.Requirement.MaxTimeout)*time.Second, 5*time.Second), 10*time.Minute))
+	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found && verdict == nil {
+			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
+		}
+		if !found {
+			// A channel without a record is charged from what the
+			// chain shows claimed, not from what the voucher implies.
+			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(verdict.State.TotalClaimed))
+		}
+		if verdict != nil {
+			mirror(c, verdict.State, now)
+		}
+		if m := x.t.CheckCumulative(*c, true, p); m != nil {
+			return Keep, mismatchError{m}
+		}
+		if err := s.withdrawing(*c, now); err != nil {
+			return Keep, err
+		}
+		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
+	}); err != nil {
+		s.fail(x, err)
+		return
+	}
+
+	settlement := payment.SettleResponse{Payer: x.payer}
+	var deposited *OnChain
+	if p.Type == TypeDeposit {
+		o, err := s.f.Deposit(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
+		if err != nil || !o.Success {
+			s.release(x, hold, nil)
+			if err != nil {
+				s.facilitatorFailed(x, "deposit", err)
+				return
+			}
+			x.Logger().WarnContext(x.ctx, "batch deposit failed", "channel", p.ChannelID.Hex(), "payer", x.payer, "reason", o.Reason, "message", o.Message)
+			x.Challenge(o.Reason, o.Message, x.payer, nil, &payment.SettleResponse{ErrorReason: o.Reason, Transaction: hashOrEmpty(o.Tx), Payer: x.payer})
+			return
+		}
+		settlement.Transaction, deposited = o.Tx.Hex(), o.State
+		if o.Amount != nil {
+			settlement.Amount = o.Amount.String()
+		}
+		x.Logger().InfoContext(x.ctx, "batch deposit", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", settlement.Amount, "tx", settlement.Transaction)
+	}
+
+	x.Verified()
+	start := time.Now()
+	resp := x.Run()
+	if resp.Failed() {
+		s.release(x, hold, deposited)
+		x.WriteFailure(resp)
+		return
+	}
+	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found {
+			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
+		}
+		if deposited != nil {
+			mirror(c, *deposited, s.now())
+		}
+		return Save, Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, s.now())
+	})
+	if err != nil {
+		// Served but not charged: the answer is not released.
+		s.fail(x, err)
+		return
+	}
+	settlement.Extra = map[string]any{"chargedAmount": x.t.Price.String(), "channelState": c.State()}
+	x.Deliver(resp, settlement, x.t.Price, time.Since(start))
+}
+
+// refund has the facilitator return the rest of a channel's deposit to
+// its payer, claiming what was charged in the same transaction; the
+// handler is skipped.
+func (s *Server) refund(x *exchange) {
+	p, now := x.p, s.now()
+	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
+		return
+	}
+	if found {
+		if m := x.t.CheckCumulative(c, true, p); m != nil {
+			s.corrective(x, m)
+			return
+		}
+	}
+	v, err := s.f.Verify(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
+	if err != nil {
+		s.facilitatorFailed(x, "verify", err)
+		return
+	}
+	if !v.Valid {
+		x.Challenge(v.Reason, v.Message, x.payer, nil, nil)
+		return
+	}
+	hold := holdID()
+	var order RefundOrder
+	expires := now.Add(min(max(time.Duration(x.Requirement.MaxTimeout)*time.Second, 5*time.Second), 10*time.Minute))
+	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found {
+			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(v.State.TotalClaimed))
+		}
+		mirror(c, v.State, now)
+		if m := x.t.CheckCumulative(*c, true, p); m != nil {
+			return Keep, mismatchError{m}
+		}
+		o, err := s.refundOrder(*c, p)
+		if err != nil {
+			return Keep, err
+		}
+		order = o
+		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
+	}); err != nil {
+		s.fail(x, err)
+		return
+	}
+	o, err := s.f.Refund(x.ctx, order)
+	if err != nil || !o.Success {
+		s.release(x, hold, nil)
+		if err != nil {
+			s.facilitatorFailed(x, "refund", err)
+			return
+		}
+		x.Challenge(o.Reason, o.Message, x.payer, nil, &payment.SettleResponse{ErrorReason: o.Reason, Transaction: hashOrEmpty(o.Tx), Payer: x.payer})
+		return
+	}
+	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found {
+			return Keep, nil
+		}
+		if o.State != nil {
+			mirror(c, *o.State, s.now())
+		}
+		Release(c, hold)
+		return Save, nil
+	})
+	if err != nil {
+		x.Logger().ErrorContext(x.ctx, "batch refund not recorded", "channel", p.ChannelID.Hex(), "tx", o.Tx.Hex(), "err", err)
+		c = Channel{ID: p.ChannelID, Charged: order.Claimed()}
+		if o.State != nil {
+			mirror(&c, *o.State, s.now())
+		}
+	}
+	x.Logger().InfoContext(x.ctx, "batch refund", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", o.Amount, "tx", o.Tx.Hex())
+	settlement := payment.SettleResponse{Transaction: o.Tx.Hex(), Payer: x.payer, Extra: map[string]any{"channelState": c.State()}}
+	if o.Amount != nil {
+		settlement.Amount = o.Amount.String()
+	}
+	x.Answer(map[string]string{"message": "Refund acknowledged", "channelId": strings.ToLower(p.ChannelID.Hex())}, settlement)
+}
+
+// refundOrder is the cooperative refund of channel c that payment p asks
+// for: what remains above what was charged (or the amount asked, if
+// less), with a claim of what was charged when the chain does not show
+// it claimed yet, both signed by our authorizer.
+func (s *Server) refundOrder(c Channel, p *Payment) (RefundOrder, error) {
+	remainder := new(big.Int).Sub(orZero(c.Balance), c.Charged)
+	if remainder.Sign() <= 0 {
+		return RefundOrder{}, refuse(ReasonRefundNoBalance, "the channel holds %s and %s was charged: nothing to refund", orZero(c.Balance), c.Charged)
+	}
+	amount := remainder
+	if p.RefundAmount != nil {
+		if p.RefundAmount.Cmp(remainder) > 0 {
+			return RefundOrder{}, refuse(ReasonRefundAmountInvalid, "refund of %s asked, %s is refundable", p.RefundAmount, remainder)
+		}
+		amount = p.RefundAmount
+	}
+	nonce := orZero(c.RefundNonce)
+	o := RefundOrder{Config: p.Config, MaxClaimable: p.MaxClaimable, Signature: p.Signature, Amount: amount, Nonce: nonce}
+	var err error
+	if o.RefundSig, err = payment.SignDigest(s.cfg.Escrow.RefundDigest(p.ChannelID, nonce, amount), s.cfg.Authorizer); err != nil {
+		return RefundOrder{}, err
+	}
+	if c.Charged.Cmp(orZero(c.TotalClaimed)) > 0 {
+		// The refund's voucher signs exactly what was charged: it is the
+		// claim's voucher.
+		o.Claims = []Claim{{Config: p.Config, MaxClaimable: p.MaxClaimable, Signature: p.Signature, TotalClaimed: new(big.Int).Set(c.Charged)}}
+		entries := []ClaimEntry{{ChannelID: p.ChannelID, MaxClaimableAmount: p.MaxClaimable, TotalClaimed: c.Charged}}
+		if o.ClaimSig, err = payment.SignDigest(s.cfg.Escrow.ClaimBatchDigest(entries), s.cfg.Authorizer); err != nil {
+			return RefundOrder{}, err
+		}
+	}
+	return o, nil
+}
+
+// Claimed is the cumulative amount o's claims leave claimed (0 without
+// claims).
+func (o RefundOrder) Claimed() *big.Int {
+	out := new(big.Int)
+	for _, c := range o.Claims {
+		if c.TotalClaimed.Cmp(out) > 0 {
+			out.Set(c.TotalClaimed)
+		}
+	}
+	return out
+}
+
+// withdrawing refuses new charges on a channel whose payer's timed
+// withdrawal can be finalized within the margin: a voucher served then
+// might be claimed too late.
+func (s *Server) withdrawing(c Channel, now time.Time) error {
+	if c.WithdrawRequestedAt == 0 {
+		return nil
+	}
+	finalizable := time.Unix(int64(c.WithdrawRequestedAt)+int64(c.Config.WithdrawDelay), 0)
+	if now.Add(s.cfg.WithdrawMargin).Before(finalizable) {
+		return nil
+	}
+	return refuse(ReasonWithdrawalPending, "the payer's withdrawal from this channel can be finalized at %s: new vouchers are not accepted; deposit into a new channel", finalizable.UTC().Format(time.RFC3339))
+}
+
+// mirror copies the escrow's state into c, read at now.
+func mirror(c *Channel, st OnChain, now time.Time) {
+	c.Balance, c.TotalClaimed, c.WithdrawRequestedAt, c.RefundNonce = orZero(st.Balance), orZero(st.TotalClaimed), st.WithdrawRequestedAt, orZero(st.RefundNonce)
+	c.SyncedAt = now
+}
+
+// release drops hold, mirroring a deposit that landed.
+func (s *Server) release(x *exchange, hold string, deposited *OnChain) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := s.store.UpdateChannel(ctx, x.p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found {
+			return Keep, nil
+		}
+		if deposited != nil {
+			mirror(c, *deposited, s.now())
+		}
+		if !Release(c, hold) && deposited == nil {
+			return Keep, nil
+		}
+		return Save, nil
+	}); err != nil {
+		// The hold expires on its own.
+		x.Logger().ErrorContext(ctx, "batch channel release failed", "channel", x.p.ChannelID.Hex(), "err", err)
+	}
+}
+
+// corrective answers a voucher that does not sign what the server
+// expects: a 402 whose batch entry carries the channel's state and the
+// latest voucher, from which the client recovers.
+func (s *Server) corrective(x *exchange, m *Mismatch) {
+	entry := s.Accepts(x.Requirement)
+	entry.Extra = entry.Extra.With("channelState", m.Channel)
+	if m.Voucher != nil {
+		entry.Extra = entry.Extra.With("voucherState", m.Voucher)
+	}
+	x.Challenge(m.Reason, m.Message, x.payer, &entry, nil)
+}
+
+// fail answers an error of a channel update: a refusal of the scheme's
+// rules, or an unavailable store.
+func (s *Server) fail(x *exchange, err error) {
+	var m mismatchError
+	if errors.As(err, &m) {
+		s.corrective(x, m.Mismatch)
+		return
+	}
+	s.refuse(x, err)
+}
+
+// refuse answers a refusal of the scheme's rules with a 402, and any
+// other error as an unavailable store.
+func (s *Server) refuse(x *exchange, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		x.Challenge(e.Reason, e.Message, x.payer, nil, nil)
+		return
+	}
+	s.unavailable(x, err)
+}
+
+func (s *Server) unavailable(x *exchange, err error) {
+	x.Logger().ErrorContext(x.ctx, "batch channel store failed", "channel", x.p.ChannelID.Hex(), "err", err)
+	x.Refuse(http.StatusServiceUnavailable, "unavailable", "the channel store is unavailable; nothing was charged")
+}
+
+func (s *Server) facilitatorFailed(x *exchange, op string, err error) {
+	x.Logger().ErrorContext(x.ctx, "batch facilitator failed", "op", op, "channel", x.p.ChannelID.Hex(), "err", err)
+	x.Refuse(http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
+}
+
+// mismatchError carries a Mismatch out of a channel update.
+type mismatchError struct{ *Mismatch }
+
+func (e mismatchError) Error() string { return e.Mismatch.Error.Error() }
+
+func holdID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func hashOrEmpty(h common.Hash) string {
+	if h == (common.Hash{}) {
+		return ""
+	}
+	return h.Hex()
+}

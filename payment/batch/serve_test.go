@@ -1,0 +1,455 @@
+package batch_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
+)
+
+// memStore is batch.Store in memory, serialized by one mutex.
+type memStore struct {
+	mu sync.Mutex
+	m  map[common.Hash]batch.Channel
+}
+
+func (s *memStore) Channel(_ context.Context, id common.Hash) (batch.Channel, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.m[id]
+	return c, ok, nil
+}
+
+func (s *memStore) Channels(context.Context) ([]batch.Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []batch.Channel
+	for _, c := range s.m {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (s *memStore) UpdateChannel(_ context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, found := s.m[id]
+	if !found {
+		c = batch.Channel{ID: id}
+	}
+	change, err := fn(&c, found)
+	if err != nil {
+		return batch.Channel{}, err
+	}
+	switch change {
+	case batch.Save:
+		s.m[id] = c
+	case batch.Delete:
+		delete(s.m, id)
+	}
+	return c, nil
+}
+
+// fakeFacilitator plays the chain: one channel's balance and claims.
+type fakeFacilitator struct {
+	mu       sync.Mutex
+	state    batch.OnChain
+	verifies atomic.Int32
+	refunds  []batch.RefundOrder
+}
+
+func (f *fakeFacilitator) snapshot() batch.OnChain {
+	return batch.OnChain{Balance: new(big.Int).Set(f.state.Balance), TotalClaimed: new(big.Int).Set(f.state.TotalClaimed),
+		WithdrawRequestedAt: f.state.WithdrawRequestedAt, RefundNonce: new(big.Int).Set(f.state.RefundNonce)}
+}
+
+func (f *fakeFacilitator) Verify(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Verdict, error) {
+	f.verifies.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := batch.Verdict{Valid: true, Payer: p.Config.Payer, State: f.snapshot()}
+	bal := new(big.Int).Set(f.state.Balance)
+	if p.Deposit != nil {
+		bal.Add(bal, p.Deposit.Amount)
+	}
+	if p.MaxClaimable.Cmp(bal) > 0 {
+		v.Valid, v.Reason = false, batch.ReasonCumulativeExceedsBalance
+	}
+	return v, nil
+}
+
+func (f *fakeFacilitator) Deposit(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Outcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state.Balance.Add(f.state.Balance, p.Deposit.Amount)
+	st := f.snapshot()
+	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st}, nil
+}
+
+func (f *fakeFacilitator) Claim(context.Context, []batch.Claim, []byte) (batch.Outcome, error) {
+	return batch.Outcome{}, nil
+}
+
+func (f *fakeFacilitator) Settle(context.Context, common.Address, common.Address) (batch.Outcome, error) {
+	return batch.Outcome{}, nil
+}
+
+func (f *fakeFacilitator) Refund(_ context.Context, o batch.RefundOrder) (batch.Outcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refunds = append(f.refunds, o)
+	if c := o.Claimed(); c.Cmp(f.state.TotalClaimed) > 0 {
+		f.state.TotalClaimed = c
+	}
+	f.state.Balance.Sub(f.state.Balance, o.Amount)
+	f.state.RefundNonce.Add(f.state.RefundNonce, big.NewInt(1))
+	st := f.snapshot()
+	return batch.Outcome{Success: true, Tx: common.HexToHash("0xef"), Amount: o.Amount, State: &st}, nil
+}
+
+type harness struct {
+	srv        *httptest.Server
+	fac        *fakeFacilitator
+	store      *memStore
+	payer      batch.Payer
+	authorizer *ecdsa.PrivateKey
+	escrow     batch.Escrow
+	terms      batch.Terms
+	now        *atomic.Int64 // unix seconds
+	handled    atomic.Int32
+	failNext   atomic.Bool
+}
+
+var (
+	token = common.HexToAddress("0x700b6A60ce7EaaEA56F065753d8dcB9653dbAD35")
+	payTo = common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")
+	price = big.NewInt(50_000)
+)
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{fac: &fakeFacilitator{state: batch.OnChain{Balance: new(big.Int), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}},
+		store: &memStore{m: map[common.Hash]batch.Channel{}}, now: new(atomic.Int64)}
+	h.now.Store(1_900_000_000)
+	clock := func() time.Time { return time.Unix(h.now.Load(), 0) }
+	h.escrow = batch.Escrow{ChainID: big.NewInt(8453), Address: batch.EscrowAddress}
+	var err error
+	if h.authorizer, err = crypto.GenerateKey(); err != nil {
+		t.Fatal(err)
+	}
+	payerKey, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.payer = batch.Payer{Key: payerKey, Escrow: h.escrow}
+	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: h.escrow, Authorizer: h.authorizer, WithdrawDelay: 3600,
+		MinDeposit: big.NewInt(5_000_000), Now: clock}, h.store, h.fac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.terms = batch.Terms{Escrow: h.escrow, Receiver: payTo, ReceiverAuthorizer: scheme.ReceiverAuthorizer(), Token: token, WithdrawDelay: 3600, Price: price}
+	gate, err := payment.NewGate(payment.GateConfig{
+		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
+		Asset: token, AssetName: "USD Coin", AssetVersion: "2", Decimals: 6, PayTo: payTo, MaxTimeout: 60,
+		SettleTimeout: 2 * time.Second, Now: clock, Schemes: []payment.Scheme{scheme},
+	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }}},
+		nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(gate.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.handled.Add(1)
+		if h.failNext.Swap(false) {
+			http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"regime":"calm"}`))
+	})))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// accepts reads the batch-settlement entry of a 402.
+func (h *harness) accepts(t *testing.T) map[string]any {
+	t.Helper()
+	resp, err := http.Get(h.srv.URL + "/regime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	req := decode(t, resp.Header.Get(payment.HeaderPaymentRequired))
+	for _, e := range req["accepts"].([]any) {
+		if e.(map[string]any)["scheme"] == batch.Scheme {
+			return e.(map[string]any)
+		}
+	}
+	t.Fatalf("no batch-settlement entry in %v", req)
+	return nil
+}
+
+func decode(t *testing.T, header string) map[string]any {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(header)
+	if err != nil {
+		t.Fatalf("header %q: %v", header, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type answer struct {
+	status     int
+	body       string
+	settlement map[string]any // PAYMENT-RESPONSE
+	required   map[string]any // PAYMENT-REQUIRED
+}
+
+// pay sends a payload of typ signing max, as the official client would.
+func (h *harness) pay(t *testing.T, typ string, max int64, deposit int64, refund *big.Int) answer {
+	t.Helper()
+	entry := h.accepts(t)
+	var dep *batch.DepositRequest
+	if deposit > 0 {
+		dep = &batch.DepositRequest{Amount: big.NewInt(deposit), Token: payment.Domain{Name: "USD Coin", Version: "2", ChainID: big.NewInt(8453), VerifyingContract: token},
+			ValidBefore: big.NewInt(h.now.Load() + 60), Salt: big.NewInt(h.now.Load())}
+	}
+	inner, err := h.payer.Payload(h.terms, typ, big.NewInt(max), dep, refund)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := json.Marshal(map[string]any{"x402Version": 2, "accepted": entry, "payload": json.RawMessage(inner),
+		"resource": map[string]any{"url": "http://tollgate.test/regime"}})
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/regime", nil)
+	req.Header.Set(payment.HeaderPaymentV2, base64.StdEncoding.EncodeToString(env))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, body: string(body)}
+	if v := resp.Header.Get(payment.HeaderPaymentResponseV2); v != "" {
+		a.settlement = decode(t, v)
+	}
+	if v := resp.Header.Get(payment.HeaderPaymentRequired); v != "" {
+		a.required = decode(t, v)
+	}
+	return a
+}
+
+func channelState(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	st, ok := m["channelState"].(map[string]any)
+	if !ok {
+		t.Fatalf("no channelState in %v", m)
+	}
+	return st
+}
+
+func TestServeChallengeOffersBothSchemes(t *testing.T) {
+	h := newHarness(t)
+	resp, err := http.Get(h.srv.URL + "/regime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	req := decode(t, resp.Header.Get(payment.HeaderPaymentRequired))
+	accepts := req["accepts"].([]any)
+	if len(accepts) != 2 || accepts[0].(map[string]any)["scheme"] != "exact" || accepts[1].(map[string]any)["scheme"] != batch.Scheme {
+		t.Fatalf("accepts = %v, want exact then batch-settlement", accepts)
+	}
+	extra := accepts[1].(map[string]any)["extra"].(map[string]any)
+	want := map[string]any{"name": "USD Coin", "version": "2", "receiverAuthorizer": h.terms.ReceiverAuthorizer.Hex(),
+		"withdrawDelay": float64(3600), "minDeposit": "5000000"}
+	for k, v := range want {
+		if extra[k] != v {
+			t.Errorf("extra.%s = %v, want %v", k, extra[k], v)
+		}
+	}
+	var v1 map[string]any
+	if err := json.Unmarshal(body, &v1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(v1["accepts"].([]any)); n != 1 {
+		t.Errorf("the v1 body offers %d entries; v1 clients only know exact", n)
+	}
+}
+
+func TestServeChannelLifecycle(t *testing.T) {
+	h := newHarness(t)
+	p := price.Int64()
+
+	// The first call deposits and pays for itself.
+	a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil)
+	if a.status != http.StatusOK || a.body != `{"regime":"calm"}` {
+		t.Fatalf("deposit call: %d %s %v", a.status, a.body, a.required)
+	}
+	if a.settlement["transaction"] == "" || a.settlement["amount"] != "5000000" || a.settlement["success"] != true {
+		t.Errorf("deposit settlement = %v", a.settlement)
+	}
+	extra := a.settlement["extra"].(map[string]any)
+	st := channelState(t, extra)
+	if extra["chargedAmount"] != "50000" || st["chargedCumulativeAmount"] != "50000" || st["balance"] != "5000000" {
+		t.Errorf("deposit extra = %v", extra)
+	}
+
+	// Vouchers are served from the mirror: the facilitator is not asked.
+	before := h.fac.verifies.Load()
+	for i := int64(2); i <= 4; i++ {
+		a = h.pay(t, batch.TypeVoucher, i*p, 0, nil)
+		if a.status != http.StatusOK {
+			t.Fatalf("voucher %d: %d %s %v", i, a.status, a.body, a.required["error"])
+		}
+		st := channelState(t, a.settlement["extra"].(map[string]any))
+		if a.settlement["transaction"] != "" || st["chargedCumulativeAmount"] != big.NewInt(i*p).String() {
+			t.Errorf("voucher %d settlement = %v", i, a.settlement)
+		}
+	}
+	if n := h.fac.verifies.Load() - before; n != 0 {
+		t.Errorf("the facilitator verified %d vouchers; a fresh mirror needs none", n)
+	}
+
+	// A replayed voucher gets the corrective 402 with the state to recover from.
+	handled := h.handled.Load()
+	a = h.pay(t, batch.TypeVoucher, 4*p, 0, nil)
+	if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeAmountMismatch {
+		t.Fatalf("replay: %d %v", a.status, a.required["error"])
+	}
+	if a.settlement != nil {
+		t.Error("a corrective 402 must not carry PAYMENT-RESPONSE")
+	}
+	entry := a.required["accepts"].([]any)[1].(map[string]any)["extra"].(map[string]any)
+	if st := channelState(t, entry); st["chargedCumulativeAmount"] != "200000" {
+		t.Errorf("corrective channelState = %v", st)
+	}
+	if vs := entry["voucherState"].(map[string]any); vs["signedMaxClaimable"] != "200000" || vs["signature"] == "" {
+		t.Errorf("corrective voucherState = %v", vs)
+	}
+	if h.handled.Load() != handled {
+		t.Error("the handler ran for a refused voucher")
+	}
+
+	// A failing handler charges nothing: the same voucher pays later.
+	h.failNext.Store(true)
+	if a = h.pay(t, batch.TypeVoucher, 5*p, 0, nil); a.status != http.StatusInternalServerError || a.settlement != nil {
+		t.Fatalf("failed handler: %d %v", a.status, a.settlement)
+	}
+	if a = h.pay(t, batch.TypeVoucher, 5*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher after a failure: %d %v", a.status, a.required["error"])
+	}
+
+	// A stale mirror is refreshed by the facilitator.
+	h.now.Add(int64(time.Hour / time.Second))
+	before = h.fac.verifies.Load()
+	if a = h.pay(t, batch.TypeVoucher, 6*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher on a stale mirror: %d %v", a.status, a.required["error"])
+	}
+	if h.fac.verifies.Load() != before+1 {
+		t.Error("a stale mirror was trusted")
+	}
+
+	// Past the deposit: refused by the (fresh) mirror.
+	if a = h.pay(t, batch.TypeVoucher, 101*p, 0, nil); a.status != http.StatusPaymentRequired {
+		t.Errorf("voucher above the balance: %d", a.status)
+	}
+
+	// The cooperative refund claims what was charged and returns the rest.
+	a = h.pay(t, batch.TypeRefund, 6*p, 0, nil)
+	if a.status != http.StatusOK || a.settlement["amount"] != big.NewInt(5_000_000-6*p).String() {
+		t.Fatalf("refund: %d %s %v %v", a.status, a.body, a.settlement, a.required)
+	}
+	if len(h.fac.refunds) != 1 {
+		t.Fatalf("%d refunds sent", len(h.fac.refunds))
+	}
+	o := h.fac.refunds[0]
+	_, id := h.payer.Channel(h.terms)
+	signer, err := payment.RecoverDigest(h.escrow.RefundDigest(id, o.Nonce, o.Amount), o.RefundSig)
+	if err != nil || signer != h.terms.ReceiverAuthorizer {
+		t.Errorf("refund signed by %s (%v), want the receiver authorizer", signer.Hex(), err)
+	}
+	if len(o.Claims) != 1 || o.Claims[0].TotalClaimed.Int64() != 6*p {
+		t.Errorf("refund claims = %+v, want one row claiming 6 prices", o.Claims)
+	}
+	if h.handled.Load() != 7 {
+		t.Errorf("handler ran %d times, want 7 (the refund skips it)", h.handled.Load())
+	}
+	if a = h.pay(t, batch.TypeRefund, 6*p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonRefundNoBalance {
+		t.Errorf("second refund: %d %v", a.status, a.required["error"])
+	}
+}
+
+func TestServeRefusals(t *testing.T) {
+	p := price.Int64()
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		typ   string
+		max   int64
+		want  string
+	}{
+		{"unknown channel charged from the chain's claims", func(h *harness) {
+			h.fac.state.Balance.SetInt64(1_000_000)
+			h.fac.state.TotalClaimed.SetInt64(300_000)
+		}, batch.TypeVoucher, p, batch.ReasonCumulativeAmountMismatch},
+		{"voucher above the balance", func(h *harness) { h.fac.state.Balance.SetInt64(p) }, batch.TypeVoucher, 2 * p, batch.ReasonCumulativeExceedsBalance},
+		{"busy channel", func(h *harness) {
+			h.fac.state.Balance.SetInt64(1_000_000)
+			_, id := h.payer.Channel(h.terms)
+			cfg, _ := h.payer.Channel(h.terms)
+			h.store.m[id] = batch.Channel{ID: id, Config: cfg, Charged: new(big.Int), Balance: big.NewInt(1_000_000), TotalClaimed: new(big.Int),
+				RefundNonce: new(big.Int), SyncedAt: time.Unix(h.now.Load(), 0),
+				Pending: &batch.Reservation{ID: "other", SignedMax: big.NewInt(p), ExpiresAt: time.Unix(h.now.Load()+30, 0)}}
+		}, batch.TypeVoucher, p, batch.ReasonChannelBusy},
+		{"withdrawal about to be finalizable", func(h *harness) {
+			_, id := h.payer.Channel(h.terms)
+			cfg, _ := h.payer.Channel(h.terms)
+			h.store.m[id] = batch.Channel{ID: id, Config: cfg, Charged: new(big.Int), Balance: big.NewInt(1_000_000), TotalClaimed: new(big.Int),
+				RefundNonce: new(big.Int), SyncedAt: time.Unix(h.now.Load(), 0), WithdrawRequestedAt: uint64(h.now.Load() - 3500)}
+		}, batch.TypeVoucher, p, batch.ReasonWithdrawalPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			a := h.pay(t, tc.typ, tc.max, 0, nil)
+			if a.status != http.StatusPaymentRequired || a.required["error"] != tc.want {
+				t.Fatalf("got %d %v (%s), want 402 %s", a.status, a.required["error"], a.body, tc.want)
+			}
+			if h.handled.Load() != 0 {
+				t.Error("the handler ran")
+			}
+		})
+	}
+	t.Run("corrective state of an unknown channel", func(t *testing.T) {
+		h := newHarness(t)
+		h.fac.state.Balance.SetInt64(1_000_000)
+		h.fac.state.TotalClaimed.SetInt64(300_000)
+		a := h.pay(t, batch.TypeVoucher, p, 0, nil)
+		entry := a.required["accepts"].([]any)[1].(map[string]any)["extra"].(map[string]any)
+		if st := channelState(t, entry); st["chargedCumulativeAmount"] != "300000" || st["balance"] != "1000000" {
+			t.Fatalf("channelState = %v, want charged from the chain's 300000", st)
+		}
+		if a = h.pay(t, batch.TypeVoucher, 300_000+p, 0, nil); a.status != http.StatusOK {
+			t.Fatalf("recovered voucher: %d %v", a.status, a.required["error"])
+		}
+	})
+}
