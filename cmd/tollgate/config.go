@@ -14,6 +14,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/tollgate/tollgate/gateway"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
 	"github.com/tollgate/tollgate/service/whales"
 )
 
@@ -52,6 +54,16 @@ type config struct {
 	TrustedProxies  string
 	EquitiesURL     string
 	ForecastTimeout time.Duration
+	// Batch-settlement (docs/batch-settlement.md): offered beside exact
+	// when a receiver authorizer key is at hand (devnet: payTo's key).
+	BatchSettlement     bool
+	BatchAuthorizerKey  string // from TOLLGATE_BATCH_AUTHORIZER_KEY or --batch-authorizer-key-file; never logged
+	BatchKeyFile        string
+	BatchWithdrawDelay  time.Duration
+	BatchMinDeposit     string // USD
+	BatchClaimInterval  time.Duration
+	BatchClaimThreshold string // USD
+	BatchStateTTL       time.Duration
 	// SyntheticMarketData allows the synthetic candles and equity bars
 	// outside devnet, where they would be sold as market data.
 	SyntheticMarketData bool
@@ -199,6 +211,15 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	f64(&cfg.Limits.Paid.PerSecond, "paid-rate-limit", lim.Paid.PerSecond, "requests a second per client with a payment header (only stops floods of junk payments); 0: no limit")
 	num(&cfg.Limits.Paid.Burst, "paid-rate-burst", lim.Paid.Burst, "burst allowed above --paid-rate-limit")
 	num(&cfg.Limits.MaxClients, "rate-limit-clients", lim.MaxClients, "clients tracked by the rate limits at most (least recently seen forgotten first)")
+	fs.BoolVar(&cfg.BatchSettlement, "batch-settlement", envDefault(getenv, &cfg.envErrs, "batch-settlement", true, strconv.ParseBool),
+		"offer the x402 batch-settlement scheme beside exact (needs a receiver authorizer key outside devnet; false: exact only)")
+	str(&cfg.BatchKeyFile, "batch-authorizer-key-file", "", "batch-settlement: file holding the hex key of the channels' receiver authorizer, which signs claims and refunds (or set TOLLGATE_BATCH_AUTHORIZER_KEY; devnet: payTo's key)")
+	cfg.BatchAuthorizerKey = getenv("TOLLGATE_BATCH_AUTHORIZER_KEY")
+	dur(&cfg.BatchWithdrawDelay, "batch-withdraw-delay", time.Hour, "batch-settlement: the channels' withdrawDelay, how long a payer's timed withdrawal waits (15m to 720h): the claimer's time to claim")
+	str(&cfg.BatchMinDeposit, "batch-min-deposit", "1.00", "batch-settlement: the deposit announced to clients (extra.minDeposit), USD; a route's price when larger")
+	dur(&cfg.BatchClaimInterval, "batch-claim-interval", 10*time.Minute, "batch-settlement: claim and settle served vouchers at least this often")
+	str(&cfg.BatchClaimThreshold, "batch-claim-threshold", "5.00", "batch-settlement: claim at once when this much (USD) is served and unclaimed")
+	dur(&cfg.BatchStateTTL, "batch-state-ttl", 0, "batch-settlement: how long a channel's mirrored on-chain state serves vouchers without asking the chain; 0: withdraw delay / 3, between 30s and 5m")
 	str(&cfg.TrustedProxies, "trusted-proxies", "", "load balancers whose X-Forwarded-For names the client, as CIDRs or IPs, comma-separated; empty: the TCP peer is the client")
 	return fs, cfg
 }
@@ -323,6 +344,17 @@ func (c *config) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-timeout %s: must be positive", c.ShutdownTimeout))
+	}
+	if d := c.BatchWithdrawDelay; d%time.Second != 0 || d < batch.MinWithdrawDelay*time.Second || d > batch.MaxWithdrawDelay*time.Second {
+		errs = append(errs, fmt.Errorf("--batch-withdraw-delay %s: want whole seconds from 15m to 720h (the escrow's bounds)", d))
+	}
+	for _, f := range []struct{ flag, usd string }{{"batch-min-deposit", c.BatchMinDeposit}, {"batch-claim-threshold", c.BatchClaimThreshold}} {
+		if _, err := payment.AtomicAmount(f.usd, usdcDecimals); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: %w", f.flag, f.usd, err))
+		}
+	}
+	if c.BatchClaimInterval <= 0 || c.BatchStateTTL < 0 {
+		errs = append(errs, fmt.Errorf("--batch-claim-interval %s must be positive, --batch-state-ttl %s not negative", c.BatchClaimInterval, c.BatchStateTTL))
 	}
 	return errors.Join(errs...)
 }

@@ -125,6 +125,7 @@ func printEnv(w io.Writer, fs *flag.FlagSet) {
 	})
 	for _, e := range [][2]string{
 		{"TOLLGATE_FACILITATOR_KEY", "the self-hosted facilitator's hex gas key (never logged; or --facilitator-key-file)"},
+		{"TOLLGATE_BATCH_AUTHORIZER_KEY", "batch-settlement: the receiver authorizer's hex key, signing claims and refunds (never logged; or --batch-authorizer-key-file)"},
 		{"TOLLGATE_PAYER_KEY", "tollgate pay: the payer's hex key (default: devnet test account #0)"},
 		{"CDP_API_KEY_ID, CDP_API_KEY_SECRET", "credentials for a Coinbase CDP --facilitator (a JWT is signed per request)"},
 		{"TOLLGATE_ADMIN", "tollgate healthcheck: the operator listener to ask (default " + defaultAdmin + ")"},
