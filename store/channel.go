@@ -21,7 +21,7 @@ import (
 const channelLockClass = 0x7831 // "x1"
 
 const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
-	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires FROM channels`
+	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since FROM channels`
 
 // Channel implements batch.Store.
 func (s *DB) Channel(ctx context.Context, id common.Hash) (batch.Channel, bool, error) {
@@ -109,16 +109,17 @@ func saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 		pendingID, pendingMax, pendingExpires = p.ID, decimal(p.SignedMax), p.ExpiresAt.UTC().Format(timeFormat)
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
-			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
 			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
 			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
 			synced_at = excluded.synced_at, last_request = excluded.last_request, pending_id = excluded.pending_id,
-			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, updated_at = excluded.updated_at`,
+			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, unclaimed_since = excluded.unclaimed_since,
+			updated_at = excluded.updated_at`,
 		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
-		pendingID, pendingMax, pendingExpires, time.Now().UTC().Format(timeFormat))
+		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat))
 	if err != nil {
 		return fmt.Errorf("store: save channel: %w", err)
 	}
@@ -130,11 +131,11 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 	var (
 		c                                                             batch.Channel
 		id, config, charged, signedMax, balance, claimed, refundNonce string
-		synced, last, pendingID, pendingMax, pendingExpires           string
+		synced, last, pendingID, pendingMax, pendingExpires, since    string
 		withdraw                                                      int64
 	)
 	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
-		&synced, &last, &pendingID, &pendingMax, &pendingExpires); err != nil {
+		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since); err != nil {
 		return batch.Channel{}, err
 	}
 	c.ID = common.HexToHash(id)
@@ -155,6 +156,9 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		return batch.Channel{}, err
 	}
 	if c.LastRequest, err = parseStamp(last); err != nil {
+		return batch.Channel{}, err
+	}
+	if c.UnclaimedSince, err = parseStamp(since); err != nil {
 		return batch.Channel{}, err
 	}
 	if pendingID != "" {

@@ -41,7 +41,7 @@ func TestChannels(t *testing.T) {
 			Charged: big.NewInt(50_000), SignedMax: big.NewInt(50_000), Signature: []byte{1, 2, 3},
 			// a uint128 beyond int64, as the chain allows
 			Balance: new(big.Int).Lsh(big.NewInt(1), 100), TotalClaimed: big.NewInt(0), RefundNonce: big.NewInt(0),
-			WithdrawRequestedAt: 0, SyncedAt: synced, LastRequest: synced,
+			WithdrawRequestedAt: 0, SyncedAt: synced, LastRequest: synced, UnclaimedSince: synced.Add(-time.Second),
 			Pending: &batch.Reservation{ID: "r1", SignedMax: big.NewInt(100_000), ExpiresAt: synced.Add(time.Minute)},
 		}
 		got, err := s.UpdateChannel(ctx, id, func(c *batch.Channel, found bool) (batch.Change, error) {

@@ -117,6 +117,25 @@ var migrations = [][]string{
 		pending_expires       TEXT   NOT NULL DEFAULT '',
 		updated_at            TEXT   NOT NULL
 	)`},
+	// The batch-settlement claimer (batchtx.go): how long a channel's
+	// value has waited for a claim, and the claim and settle transactions.
+	7: {
+		`ALTER TABLE channels ADD COLUMN unclaimed_since TEXT NOT NULL DEFAULT ''`,
+		`CREATE TABLE batch_txs (
+			id        TEXT   PRIMARY KEY,
+			kind      TEXT   NOT NULL,
+			tx        TEXT   NOT NULL,
+			receiver  TEXT   NOT NULL,
+			token     TEXT   NOT NULL,
+			amount    TEXT   NOT NULL,
+			row_count BIGINT NOT NULL,
+			result    TEXT   NOT NULL,
+			reason    TEXT   NOT NULL,
+			message   TEXT   NOT NULL,
+			sent_at   TEXT   NOT NULL
+		)`,
+		`CREATE INDEX batch_txs_sent_at ON batch_txs (sent_at)`,
+	},
 }
 
 // execer is a *sql.DB or one of its connections.

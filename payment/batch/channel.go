@@ -52,6 +52,10 @@ type Channel struct {
 	SyncedAt            time.Time
 	// LastRequest is when the channel last paid for a request.
 	LastRequest time.Time
+	// UnclaimedSince is when Charged last rose above TotalClaimed (the age
+	// of the oldest value not claimed yet); zero while everything charged
+	// is claimed. Commit sets it, the claimer clears it.
+	UnclaimedSince time.Time
 	// Pending is the request being served on the channel, if any: one at a
 	// time per channel, across replicas, until it commits or expires.
 	Pending *Reservation

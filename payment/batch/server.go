@@ -151,6 +151,12 @@ func Commit(c *Channel, id string, price, max *big.Int, sig []byte, now time.Tim
 	if charged.Cmp(max) > 0 {
 		return refuse(ReasonChargeExceedsSigned, "charging %s would exceed the voucher's %s", charged, max)
 	}
+	claimed := orZero(c.TotalClaimed)
+	// The channel's value starts waiting for a claim: it held none
+	// unclaimed before (or was written before the age was kept).
+	if charged.Cmp(claimed) > 0 && (orZero(c.Charged).Cmp(claimed) <= 0 || c.UnclaimedSince.IsZero()) {
+		c.UnclaimedSince = now
+	}
 	c.Charged, c.SignedMax, c.Signature = charged, new(big.Int).Set(max), append([]byte(nil), sig...)
 	c.LastRequest, c.Pending = now, nil
 	return nil
