@@ -53,6 +53,35 @@ const (
 
 const reasonPrefix = "invalid_batch_settlement_evm_"
 
+// Reason codes of the facilitator side (docs/batch-settlement.md §2.5–2.8):
+// the requirement and the deposit's authorization, and the claim, settle
+// and refund actions.
+const (
+	ReasonScheme                        = reasonPrefix + "scheme"
+	ReasonNetworkMismatch               = reasonPrefix + "network_mismatch"
+	ReasonWithdrawDelayOutOfRange       = reasonPrefix + "withdraw_delay_out_of_range"
+	ReasonMissingEIP712Domain           = reasonPrefix + "missing_eip712_domain"
+	ReasonInsufficientBalance           = reasonPrefix + "insufficient_balance"
+	ReasonReceiveAuthorizationSignature = reasonPrefix + "receive_authorization_signature"
+	ReasonValidBefore                   = reasonPrefix + "payload_authorization_valid_before"
+	ReasonValidAfter                    = reasonPrefix + "payload_authorization_valid_after"
+	ReasonDepositSimulationFailed       = reasonPrefix + "deposit_simulation_failed"
+	ReasonDepositTransactionFailed      = reasonPrefix + "deposit_transaction_failed"
+	ReasonClaimPayload                  = reasonPrefix + "claim_payload"
+	ReasonClaimSimulationFailed         = reasonPrefix + "claim_simulation_failed"
+	ReasonClaimTransactionFailed        = reasonPrefix + "claim_transaction_failed"
+	ReasonSettlePayload                 = reasonPrefix + "settle_payload"
+	ReasonSettleSimulationFailed        = reasonPrefix + "settle_simulation_failed"
+	ReasonSettleTransactionFailed       = reasonPrefix + "settle_transaction_failed"
+	ReasonNothingToSettle               = reasonPrefix + "nothing_to_settle"
+	ReasonRefundPayload                 = reasonPrefix + "refund_payload"
+	ReasonRefundSimulationFailed        = reasonPrefix + "refund_simulation_failed"
+	ReasonRefundTransactionFailed       = reasonPrefix + "refund_transaction_failed"
+	ReasonAuthorizerNotConfigured       = reasonPrefix + "authorizer_not_configured"
+	ReasonAuthorizerAddressMismatch     = reasonPrefix + "authorizer_address_mismatch"
+	ReasonUnknownSettleAction           = reasonPrefix + "unknown_settle_action"
+)
+
 // Error is a refusal with its reason code.
 type Error struct {
 	Reason, Message string
