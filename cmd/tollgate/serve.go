@@ -35,6 +35,7 @@ import (
 	"github.com/tollgate/tollgate/gateway"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
@@ -154,6 +155,14 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	unresolved = ledger.UnresolvedSummary
 	gc := pay.gateConfig
 	gc.Observer = metrics
+	batchSide, err := newBatchSide(cfg, pay, ledger, nil, logger)
+	if err != nil {
+		return err
+	}
+	if batchSide != nil {
+		gc.Schemes = append(gc.Schemes, batchSide.scheme)
+		go batchSide.claimer.Run(ctx)
+	}
 	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
 	if err != nil {
 		return err
@@ -388,7 +397,8 @@ type payments struct {
 	genesis     common.Hash // of the chain: one devnet run, or Base
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
-	audit       *payment.Auditor // reads settlements back from the chain
+	batch       batch.Facilitator // nil: the facilitator does not do batch-settlement
+	audit       *payment.Auditor  // reads settlements back from the chain
 	terms       *service.PaymentTerms
 	banner      string
 	close       func()
@@ -504,6 +514,11 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 			return nil, err
 		}
 		p.facilitator = local
+		if p.batch, err = batch.NewLocal(batch.LocalConfig{Escrow: batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress},
+			Tokens: []payment.Asset{{Address: gc.Asset, Name: gc.AssetName, Version: gc.AssetVersion}}}, client, local); err != nil {
+			p.close()
+			return nil, err
+		}
 		logger.Info("self-hosted facilitator", "signer", local.Signer().Hex())
 	}
 	p.gateConfig = gc

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/store"
+)
+
+// claimerLease is the store lease under which one replica claims.
+const claimerLease = "batch-claimer"
+
+// batchKey reads the receiver authorizer's key: TOLLGATE_BATCH_AUTHORIZER_KEY,
+// the key file, or in devnet mode payTo's test key (the same on every
+// replica of a shared devnet, as channels name it). Empty: none.
+func batchKey(cfg *config, devnetMode bool) (string, error) {
+	switch {
+	case cfg.BatchAuthorizerKey != "":
+		return cfg.BatchAuthorizerKey, nil
+	case cfg.BatchKeyFile != "":
+		b, err := os.ReadFile(cfg.BatchKeyFile)
+		if err != nil {
+			return "", fmt.Errorf("batch authorizer key file: %w", err)
+		}
+		return string(b), nil
+	case devnetMode:
+		k, err := devnet.DeriveKey(devnet.Mnemonic, devnet.PayToAccount)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%x", crypto.FromECDSA(k)), nil
+	}
+	return "", nil
+}
+
+// batchSide is the batch-settlement scheme of a serve: its server side in
+// the gate and the claimer behind it.
+type batchSide struct {
+	scheme  *batch.Server
+	claimer *batch.Claimer
+}
+
+// newBatchSide builds the scheme over the store and the facilitator of
+// pay, or returns nil when it is not offered.
+func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.ClaimObserver, logger *slog.Logger) (*batchSide, error) {
+	if !cfg.BatchSettlement {
+		return nil, nil
+	}
+	keyHex, err := batchKey(cfg, pay.mode == "devnet")
+	if err != nil {
+		return nil, err
+	}
+	if keyHex == "" {
+		logger.Warn("batch-settlement is not offered: no receiver authorizer key (TOLLGATE_BATCH_AUTHORIZER_KEY or --batch-authorizer-key-file); --batch-settlement=false silences this")
+		return nil, nil
+	}
+	if pay.batch == nil {
+		logger.Warn("batch-settlement is not offered: the facilitator does not support it")
+		return nil, nil
+	}
+	key, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(keyHex), "0x"))
+	if err != nil {
+		return nil, errors.New("the batch receiver authorizer key is not a hex secp256k1 key")
+	}
+	escrow := batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}
+	minDeposit, _ := payment.AtomicAmount(cfg.BatchMinDeposit, pay.gateConfig.Decimals)
+	threshold, _ := payment.AtomicAmount(cfg.BatchClaimThreshold, pay.gateConfig.Decimals)
+	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: key,
+		WithdrawDelay: uint64(cfg.BatchWithdrawDelay / time.Second), MinDeposit: minDeposit, StateTTL: cfg.BatchStateTTL}, db, pay.batch)
+	if err != nil {
+		return nil, err
+	}
+	cc := batch.ClaimerConfig{Escrow: escrow, Authorizer: key, Period: cfg.BatchClaimInterval, Threshold: threshold,
+		Poll: min(cfg.BatchClaimInterval, time.Second), Decimals: pay.gateConfig.Decimals, Observer: observer}
+	if cfg.Database != "" { // replicas take turns: one claims per lease period
+		holder := replicaName()
+		cc.Turn = func(ctx context.Context) (bool, error) { return db.Lease(ctx, claimerLease, holder, 30*time.Second) }
+	}
+	claimer, err := batch.NewClaimer(cc, db, pay.batch, logger.With("component", "claimer"))
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("batch-settlement offered beside exact", "escrow", escrow.Address.Hex(), "receiver_authorizer", scheme.ReceiverAuthorizer().Hex(),
+		"withdraw_delay", cfg.BatchWithdrawDelay, "claim_interval", cfg.BatchClaimInterval, "claim_threshold_usd", cfg.BatchClaimThreshold)
+	return &batchSide{scheme: scheme, claimer: claimer}, nil
+}
