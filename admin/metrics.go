@@ -52,6 +52,9 @@ type Metrics struct {
 	scanCalls    prometheus.Gauge
 	scanCycles   *prometheus.CounterVec
 
+	batchTxs *prometheus.CounterVec
+	batchUSD *prometheus.CounterVec
+
 	ready prometheus.Gauge
 }
 
@@ -92,6 +95,9 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 	m.scanCalls = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_rpc_calls", Help: "JSON-RPC round trips of the last whale scan cycle."})
 	m.scanCycles = f.counters("tollgate_whale_scan_cycles_total", "Whale scan cycles, by result (ok or error).", "result")
 	reg.MustRegister(m.scanDuration, m.scanLag, m.scanCalls)
+
+	m.batchTxs = f.counters("tollgate_batch_transactions_total", "Batch-settlement claims and settles asked of the facilitator by this process, by kind (claim or settle) and result (ok, refused, error, noop).", "kind", "result")
+	m.batchUSD = f.counters("tollgate_batch_usd_total", "USD claimed (kind=claim) and swept to the receiver (kind=settle) by this process's batch-settlement transactions.", "kind")
 
 	m.ready = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_ready", Help: "1 when the readiness probe last passed, else 0."})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_build_info", Help: "The running binary: always 1.",
@@ -149,6 +155,56 @@ func (c unresolvedCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
+}
+
+// BatchUnclaimed reports the batch-settlement value charged and not
+// claimed yet: how many channels hold some, its USD value and how long
+// the oldest has waited; *store.DB's BatchUnclaimed provides it (through
+// a small adapter in cmd).
+type BatchUnclaimed func(ctx context.Context) (channels int, usd float64, oldest time.Duration, err error)
+
+// WatchBatch adds the batch-settlement gauges, read from f at each scrape
+// (the service's figures, whichever replica is scraped). Call it once.
+func (m *Metrics) WatchBatch(f BatchUnclaimed) {
+	m.reg.MustRegister(batchCollector{
+		f:        f,
+		channels: prometheus.NewDesc("tollgate_batch_unclaimed_channels", "Batch-settlement channels holding value charged and not claimed yet (from the store).", nil, nil),
+		usd:      prometheus.NewDesc("tollgate_batch_unclaimed_usd", "USD charged on batch-settlement channels and not claimed yet (from the store).", nil, nil),
+		oldest:   prometheus.NewDesc("tollgate_batch_oldest_unclaimed_seconds", "How long the oldest unclaimed batch-settlement value has waited, 0 when none.", nil, nil),
+	})
+}
+
+type batchCollector struct {
+	f                     BatchUnclaimed
+	channels, usd, oldest *prometheus.Desc
+}
+
+func (c batchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.channels
+	ch <- c.usd
+	ch <- c.oldest
+}
+
+func (c batchCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, usd, oldest, err := c.f(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.channels, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.channels, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.usd, prometheus.GaugeValue, usd)
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
+}
+
+// BatchTransaction counts one batch-settlement claim or settle and, when
+// it landed, its USD (Metrics implements batch.ClaimObserver).
+func (m *Metrics) BatchTransaction(kind, result string, usd float64) {
+	m.batchTxs.WithLabelValues(kind, result).Inc()
+	if usd > 0 {
+		m.batchUSD.WithLabelValues(kind).Add(usd)
+	}
 }
 
 // The payment funnel: Metrics implements payment.Observer.
