@@ -31,6 +31,25 @@ type Payer struct {
 	// MaxAmount caps what one call may cost, in the asset's atomic units;
 	// a 402 asking more is refused, not paid.
 	MaxAmount *big.Int
+	// Scheme, when set, pays v2 402s that offer it instead of exact
+	// (batch.Session is one); a 402 without it is paid with exact.
+	Scheme SchemeClient
+}
+
+// SchemeClient pays one x402 scheme other than exact for a Payer: it
+// signs, reads the settlement of what it paid, and recovers from a 402
+// refusing its payment.
+type SchemeClient interface {
+	// Name is the scheme's name in accepts entries.
+	Name() string
+	// Pay returns the PAYMENT-SIGNATURE value paying entry (on chain
+	// chainID) for resource.
+	Pay(entry RequirementsV2, resource *ResourceV2, chainID int64) (string, error)
+	// Paid reads a paid answer's settlement.
+	Paid(entry RequirementsV2, s SettleResponse) error
+	// Recover reads the 402 that refused a payment; true: sign again and
+	// retry (once).
+	Recover(refused RequiredV2) bool
 }
 
 // Get fetches url, paying if the server asks.
@@ -42,11 +61,92 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 	if first.status != http.StatusPaymentRequired {
 		return &PaidResult{Status: first.status, Body: first.body}, nil
 	}
+	if p.Scheme != nil && p.Version == 2 {
+		if req, err := requiredV2(first.header); err == nil {
+			for _, e := range req.Accepts {
+				if e.Scheme == p.Scheme.Name() {
+					return p.payScheme(ctx, url, e, &req.Resource)
+				}
+			}
+		}
+	}
 	pay, err := p.sign(first)
 	if err != nil {
 		return nil, err
 	}
 	return p.Send(ctx, url, pay)
+}
+
+// payScheme pays entry with the payer's SchemeClient, retrying once
+// when the client recovers from the 402 that refused its payment.
+func (p *Payer) payScheme(ctx context.Context, url string, entry RequirementsV2, resource *ResourceV2) (*PaidResult, error) {
+	amount, ok := new(big.Int).SetString(entry.Amount, 10)
+	if !ok {
+		return nil, fmt.Errorf("pay: amount %q is not an integer", entry.Amount)
+	}
+	if p.MaxAmount != nil && amount.Cmp(p.MaxAmount) > 0 {
+		return nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", amount, p.MaxAmount)
+	}
+	chainID, err := strconv.ParseInt(strings.TrimPrefix(entry.Network, "eip155:"), 10, 64)
+	if err != nil || !strings.HasPrefix(entry.Network, "eip155:") {
+		return nil, fmt.Errorf("pay: network %q is not an EVM chain", entry.Network)
+	}
+	for attempt := 0; ; attempt++ {
+		value, err := p.Scheme.Pay(entry, resource, chainID)
+		if err != nil {
+			return nil, err
+		}
+		res, err := p.Send(ctx, url, SignedPayment{Header: HeaderPaymentV2, Value: value})
+		if err != nil {
+			return nil, err
+		}
+		if res.Status == http.StatusPaymentRequired && attempt == 0 && res.Settlement == nil {
+			if req, err := requiredV2(res.header); err == nil && p.Scheme.Recover(req) {
+				continue
+			}
+		}
+		if res.Status == http.StatusOK && res.Settlement != nil {
+			if err := p.Scheme.Paid(entry, *res.Settlement); err != nil {
+				return res, err
+			}
+		}
+		return res, nil
+	}
+}
+
+// Offer asks url for its 402 and returns its v2 accepts entry of scheme,
+// with the resource it names.
+func (p *Payer) Offer(ctx context.Context, url, scheme string) (RequirementsV2, *ResourceV2, error) {
+	first, err := p.do(ctx, url, "", "")
+	if err != nil {
+		return RequirementsV2{}, nil, err
+	}
+	if first.status != http.StatusPaymentRequired {
+		return RequirementsV2{}, nil, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
+	}
+	req, err := requiredV2(first.header)
+	if err != nil {
+		return RequirementsV2{}, nil, err
+	}
+	for _, e := range req.Accepts {
+		if e.Scheme == scheme {
+			return e, &req.Resource, nil
+		}
+	}
+	return RequirementsV2{}, nil, fmt.Errorf("pay: %s does not offer the %s scheme", url, scheme)
+}
+
+// requiredV2 decodes a 402's PAYMENT-REQUIRED header.
+func requiredV2(h http.Header) (RequiredV2, error) {
+	var req RequiredV2
+	raw, err := base64.StdEncoding.DecodeString(h.Get(HeaderPaymentRequired))
+	if err != nil {
+		return req, fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return req, fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
+	}
+	return req, nil
 }
 
 // SignedPayment is a signed payment header: one payment, which may be sent
@@ -75,7 +175,7 @@ func (p *Payer) Send(ctx context.Context, url string, pay SignedPayment) (*PaidR
 	if err != nil {
 		return nil, err
 	}
-	out := &PaidResult{Status: second.status, Body: second.body}
+	out := &PaidResult{Status: second.status, Body: second.body, header: second.header}
 	for _, h := range []string{HeaderPaymentResponseV2, HeaderPaymentResponseV1} {
 		if v := second.header.Get(h); v != "" {
 			var s SettleResponse
@@ -137,6 +237,7 @@ type PaidResult struct {
 	Status     int
 	Body       []byte
 	Settlement *SettleResponse
+	header     http.Header
 }
 
 type response struct {
@@ -184,13 +285,9 @@ func (p *Payer) requirement(r *response) (RequirementsV2, int64, string, error) 
 		}
 		return RequirementsV2{}, 0, "", errors.New("pay: no exact requirement on a known v1 network")
 	}
-	raw, err := base64.StdEncoding.DecodeString(r.header.Get(HeaderPaymentRequired))
+	req, err := requiredV2(r.header)
 	if err != nil {
-		return RequirementsV2{}, 0, "", fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
-	}
-	var req RequiredV2
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return RequirementsV2{}, 0, "", fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
+		return RequirementsV2{}, 0, "", err
 	}
 	for _, a := range req.Accepts {
 		id, err := strconv.ParseInt(strings.TrimPrefix(a.Network, "eip155:"), 10, 64)

@@ -108,7 +108,7 @@ func (c *batchCaller) pay(path string, entry payment.RequirementsV2, resource *p
 		if a.status == http.StatusPaymentRequired && attempt == 0 && a.required != nil && a.required.Error == batch.ReasonCumulativeAmountMismatch {
 			for _, e := range a.required.Accepts {
 				if e.Scheme == batch.Scheme {
-					if err := c.sess.Recover(e, chainID); err != nil {
+					if err := c.sess.RecoverFrom(e, chainID); err != nil {
 						c.t.Fatalf("recover: %v", err)
 					}
 				}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
 )
 
 // pay runs `tollgate pay URL`: GET the URL, pay the 402 with x402, print
@@ -26,6 +30,10 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	keyHex := fs.String("key", getenv("TOLLGATE_PAYER_KEY"), "payer's hex private key (or TOLLGATE_PAYER_KEY); default: devnet test account #0")
 	timeout := fs.Duration("timeout", 2*time.Minute, "overall deadline")
 	maxAmount := fs.String("max-amount", "1000000", "most one call may cost, in the asset's atomic units (1000000 = 1.00 USDC)")
+	scheme := fs.String("scheme", "exact", "x402 scheme to pay with: exact (one transfer per call) or batch-settlement (a deposit into a channel once, then a signed voucher per call; x402 v2 only)")
+	channels := fs.String("channel-dir", "", "batch-settlement: directory keeping each channel's charged total and deposit between runs; empty: tollgate/channels in the user's state directory")
+	maxDeposit := fs.String("max-deposit", "10000000", "batch-settlement: most one deposit may be, in atomic units (10000000 = 10.00 USDC)")
+	refund := fs.Bool("refund", false, "batch-settlement: ask the server for a cooperative refund of the channel's unspent deposit instead of paying")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: tollgate pay [flags] URL\n\nPays one x402-priced GET and prints the response body; the settlement goes to stderr.\n\nFlags:")
 		fs.PrintDefaults()
@@ -65,12 +73,37 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	p.Networks = map[string]int64{"base": 8453, "base-sepolia": 84532}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := p.Get(ctx, fs.Arg(0))
+	var res *payment.PaidResult
+	var err error
+	switch {
+	case *scheme == "exact" && !*refund:
+		res, err = p.Get(ctx, fs.Arg(0))
+	case *scheme == batch.Scheme:
+		if *version != 2 {
+			return errors.New("pay: batch-settlement is x402 v2 only")
+		}
+		depositCap, ok := new(big.Int).SetString(*maxDeposit, 10)
+		if !ok || depositCap.Sign() <= 0 {
+			return fmt.Errorf("pay: --max-deposit %q is not a positive integer", *maxDeposit)
+		}
+		res, err = payBatch(ctx, &p, fs.Arg(0), *channels, depositCap, *refund)
+	case *refund:
+		return errors.New("pay: --refund is for --scheme batch-settlement")
+	default:
+		return fmt.Errorf("pay: --scheme %q: want exact or %s", *scheme, batch.Scheme)
+	}
 	if err != nil {
 		return fmt.Errorf("pay: %w", err)
 	}
 	if s := res.Settlement; s != nil {
 		fmt.Fprintf(stderr, "settlement: success=%v transaction=%s network=%s payer=%s", s.Success, s.Transaction, s.Network, s.Payer)
+		if s.Amount != "" {
+			fmt.Fprintf(stderr, " amount=%s", s.Amount)
+		}
+		if s.Extra != nil {
+			extra, _ := json.Marshal(s.Extra)
+			fmt.Fprintf(stderr, " extra=%s", extra)
+		}
 		if s.ErrorReason != "" {
 			fmt.Fprintf(stderr, " reason=%s", s.ErrorReason)
 		}
@@ -81,4 +114,63 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("pay: HTTP %d", res.Status)
 	}
 	return nil
+}
+
+// payBatch pays url with batch-settlement from the payer's channel to
+// the server, or asks for its refund. The channel's state (what the
+// server charged, what was deposited) is kept in dir between runs, one
+// file per channel, as the official client's file storage does; a lost
+// file is recovered from the server's corrective 402.
+func payBatch(ctx context.Context, p *payment.Payer, url, dir string, maxDeposit *big.Int, refund bool) (*payment.PaidResult, error) {
+	if dir == "" {
+		base, err := os.UserConfigDir()
+		if err != nil {
+			return nil, fmt.Errorf("no --channel-dir and no user directory: %w", err)
+		}
+		dir = filepath.Join(base, "tollgate", "channels")
+	}
+	entry, resource, err := p.Offer(ctx, url, batch.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	chainID, ok := new(big.Int).SetString(strings.TrimPrefix(entry.Network, "eip155:"), 10)
+	if !ok {
+		return nil, fmt.Errorf("network %q is not an EVM chain", entry.Network)
+	}
+	terms, err := batch.TermsOf(entry, chainID)
+	if err != nil {
+		return nil, err
+	}
+	sess := &batch.Session{Payer: batch.Payer{Key: p.Key, Escrow: terms.Escrow}, MaxDeposit: maxDeposit}
+	_, id := sess.Payer.Channel(terms)
+	file := filepath.Join(dir, strings.ToLower(id.Hex())+".json")
+	if b, err := os.ReadFile(file); err == nil {
+		var st batch.SessionState
+		if err := json.Unmarshal(b, &st); err != nil || sess.Restore(st) != nil {
+			return nil, fmt.Errorf("channel file %s is damaged; move it aside (the server's state is recovered on the next call)", file)
+		}
+	}
+	var res *payment.PaidResult
+	if refund {
+		value, err := sess.RefundEnvelope(entry, resource, chainID, nil)
+		if err != nil {
+			return nil, err
+		}
+		if res, err = p.Send(ctx, url, payment.SignedPayment{Header: payment.HeaderPaymentV2, Value: value}); err != nil {
+			return nil, err
+		}
+		if res.Status == http.StatusOK {
+			sess.Balance = new(big.Int).Set(sess.Charged) // nothing left to refund
+		}
+	} else {
+		p.Scheme = sess
+		if res, err = p.Get(ctx, url); err != nil {
+			return nil, err
+		}
+	}
+	b, _ := json.MarshalIndent(sess.State(id), "", "  ")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return res, err
+	}
+	return res, os.WriteFile(file, b, 0o600)
 }

@@ -171,10 +171,10 @@ func (s *Session) Settled(r payment.SettleResponse, price *big.Int) error {
 	return nil
 }
 
-// Recover adopts the server's state from a corrective 402's entry, after
+// RecoverFrom adopts the server's state from a corrective 402's entry, after
 // checking it: the server may say more was charged only by showing a
 // voucher of ours that signs at least that much.
-func (s *Session) Recover(entry payment.RequirementsV2, chainID *big.Int) error {
+func (s *Session) RecoverFrom(entry payment.RequirementsV2, chainID *big.Int) error {
 	t, err := TermsOf(entry, chainID)
 	if err != nil {
 		return err
@@ -205,4 +205,39 @@ func (s *Session) Recover(entry payment.RequirementsV2, chainID *big.Int) error 
 	}
 	s.Charged, s.Balance = charged, balance
 	return nil
+}
+
+var _ payment.SchemeClient = (*Session)(nil)
+
+// Name implements payment.SchemeClient.
+func (s *Session) Name() string { return Scheme }
+
+// Pay implements payment.SchemeClient: Envelope, now.
+func (s *Session) Pay(entry payment.RequirementsV2, resource *payment.ResourceV2, chainID int64) (string, error) {
+	return s.Envelope(entry, resource, big.NewInt(chainID), time.Now())
+}
+
+// Paid implements payment.SchemeClient: Settled at entry's price.
+func (s *Session) Paid(entry payment.RequirementsV2, r payment.SettleResponse) error {
+	price, ok := new(big.Int).SetString(entry.Amount, 10)
+	if !ok {
+		return fmt.Errorf("batch: amount %q is not an integer", entry.Amount)
+	}
+	return s.Settled(r, price)
+}
+
+// Recover implements payment.SchemeClient: a corrective 402's state is
+// adopted (see Recover's checks) and the payment signed again.
+func (s *Session) Recover(refused payment.RequiredV2) bool {
+	if refused.Error != ReasonCumulativeAmountMismatch && refused.Error != ReasonCumulativeBelowClaimed {
+		return false
+	}
+	for _, e := range refused.Accepts {
+		if e.Scheme != Scheme || len(e.Extra.Field("channelState")) == 0 {
+			continue
+		}
+		id, ok := new(big.Int).SetString(strings.TrimPrefix(e.Network, "eip155:"), 10)
+		return ok && s.RecoverFrom(e, id) == nil
+	}
+	return false
 }
