@@ -140,10 +140,24 @@ func (c *Client) Settle(ctx context.Context, p *Payment, r *Requirement) (Settle
 // as an outcome when decoded() says its verdict field is present, whatever
 // the status (facilitators differ); anything else is a FacilitatorError.
 func (c *Client) post(ctx context.Context, op string, p *Payment, r *Requirement, out any, decoded func() bool) error {
-	body, err := json.Marshal(facilitatorRequest{X402Version: p.Version, PaymentPayload: p.Raw, PaymentRequirements: requirementsFor(p, r)})
+	return c.Post(ctx, op, facilitatorRequest{X402Version: p.Version, PaymentPayload: p.Raw, PaymentRequirements: requirementsFor(p, r)}, out, decoded)
+}
+
+// Post sends body as JSON to the facilitator's op endpoint (POST /verify,
+// POST /settle) and decodes the reply into out, with the client's
+// timeout, authentication and error handling: the transport a scheme's
+// facilitator client (batch.Remote) shares with exact's. A reply counts as
+// an answer when decoded() says its verdict field is present, whatever the
+// status; anything else is a *FacilitatorError.
+func (c *Client) Post(ctx context.Context, op string, body, out any, decoded func() bool) error {
+	b, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
+	return c.send(ctx, op, b, out, decoded)
+}
+
+func (c *Client) send(ctx context.Context, op string, body []byte, out any, decoded func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	u := c.base + "/" + op

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"net/http"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -21,6 +22,22 @@ type ServerConfig struct {
 	// PayTo lists the recipients it settles for; the gas key is not spent
 	// on anyone else's payments.
 	PayTo []common.Address
+	// Schemes are the facilitator sides of the schemes it speaks besides
+	// exact, by scheme name ("batch-settlement"): /verify and /settle
+	// requests whose paymentRequirements.scheme names one are theirs.
+	Schemes map[string]SchemeFacilitator
+}
+
+// SchemeFacilitator is a scheme's facilitator side as the HTTP API
+// serves it: it takes a request's paymentPayload and paymentRequirements
+// as they came and returns the answer to write as JSON (200), or an
+// error when the chain could not be asked (502). batch.Adapter is one.
+type SchemeFacilitator interface {
+	Verify(ctx context.Context, payload, requirements json.RawMessage) (any, error)
+	Settle(ctx context.Context, payload, requirements json.RawMessage) (any, error)
+	// Extra is the extra object of the scheme's /supported kind; nil or
+	// empty for none.
+	Extra() map[string]any
 }
 
 // Server serves a facilitator over the standard x402 HTTP API, so other
@@ -28,7 +45,8 @@ type ServerConfig struct {
 // /settle take {x402Version, paymentPayload, paymentRequirements} and
 // answer 200 with the outcome (valid or not), 400 for an unparseable
 // request, 5xx only when the chain cannot be asked; GET /supported lists
-// the kinds and the signer.
+// the kinds and the signer. Requests for a scheme of ServerConfig.Schemes
+// go to it.
 type Server struct {
 	cfg    ServerConfig
 	local  *Local
@@ -50,28 +68,71 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) supported(w http.ResponseWriter, _ *http.Request) {
+	kinds := []map[string]any{
+		{"x402Version": 2, "scheme": "exact", "network": s.cfg.Network},
+		{"x402Version": 1, "scheme": "exact", "network": s.cfg.NetworkV1},
+	}
+	names := make([]string, 0, len(s.cfg.Schemes))
+	for name := range s.cfg.Schemes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		kind := map[string]any{"x402Version": 2, "scheme": name, "network": s.cfg.Network}
+		if extra := s.cfg.Schemes[name].Extra(); len(extra) > 0 {
+			kind["extra"] = extra
+		}
+		kinds = append(kinds, kind)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"kinds": []map[string]any{
-			{"x402Version": 2, "scheme": "exact", "network": s.cfg.Network},
-			{"x402Version": 1, "scheme": "exact", "network": s.cfg.NetworkV1},
-		},
+		"kinds":      kinds,
 		"extensions": []string{},
 		"signers":    map[string][]string{"eip155:*": {s.signer.Hex()}},
 	})
 }
 
+// facilitatorBody is a /verify or /settle request.
+type facilitatorBody struct {
+	X402Version         int             `json:"x402Version"`
+	PaymentPayload      json.RawMessage `json:"paymentPayload"`
+	PaymentRequirements json.RawMessage `json:"paymentRequirements"`
+}
+
+// incoming is a /verify or /settle request as read: its bytes (or why
+// they could not be read), and the scheme facilitator it is for with its
+// decoded body (nil: exact's, decoded by request).
+type incoming struct {
+	raw     []byte
+	readErr error
+	scheme  SchemeFacilitator
+	body    facilitatorBody
+}
+
+// read reads a /verify or /settle request and dispatches it on
+// paymentRequirements.scheme.
+func (s *Server) read(r *http.Request) incoming {
+	var in incoming
+	in.raw, in.readErr = io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if in.readErr != nil || len(s.cfg.Schemes) == 0 || json.Unmarshal(in.raw, &in.body) != nil {
+		return in
+	}
+	var req struct {
+		Scheme string `json:"scheme"`
+	}
+	if json.Unmarshal(in.body.PaymentRequirements, &req) == nil {
+		in.scheme = s.cfg.Schemes[req.Scheme]
+	}
+	return in
+}
+
 // request decodes a /verify or /settle body into a payment and the
 // server-side requirement it must meet.
-func (s *Server) request(r *http.Request) (*Payment, *Requirement, error) {
-	var body struct {
-		X402Version         int             `json:"x402Version"`
-		PaymentPayload      json.RawMessage `json:"paymentPayload"`
-		PaymentRequirements json.RawMessage `json:"paymentRequirements"`
+func (s *Server) request(in incoming) (*Payment, *Requirement, error) {
+	var body facilitatorBody
+	if in.readErr != nil {
+		return nil, nil, in.readErr
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		return nil, nil, err
-	}
+	raw := in.raw
 	if err := json.Unmarshal(raw, &body); err != nil || body.PaymentPayload == nil || body.PaymentRequirements == nil {
 		return nil, nil, fmt.Errorf("want {x402Version, paymentPayload, paymentRequirements}")
 	}
@@ -120,7 +181,14 @@ func fill(req *Requirement, allowed []common.Address, network, scheme, amount, a
 }
 
 func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
-	p, req, err := s.request(r)
+	in := s.read(r)
+	if in.scheme != nil {
+		s.answer(w, in.body, false, func(payload, requirements json.RawMessage) (any, error) {
+			return in.scheme.Verify(r.Context(), payload, requirements)
+		})
+		return
+	}
+	p, req, err := s.request(in)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"isValid": false, "invalidReason": ReasonInvalidPayload, "invalidMessage": err.Error()})
 		return
@@ -138,7 +206,17 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
-	p, req, err := s.request(r)
+	in := s.read(r)
+	if in.scheme != nil {
+		// What a scheme sends is sent whatever the caller does meanwhile.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+		defer cancel()
+		s.answer(w, in.body, true, func(payload, requirements json.RawMessage) (any, error) {
+			return in.scheme.Settle(ctx, payload, requirements)
+		})
+		return
+	}
+	p, req, err := s.request(in)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "errorReason": ReasonInvalidPayload, "errorMessage": err.Error(), "transaction": "", "network": ""})
 		return
@@ -164,6 +242,30 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// answer writes a scheme facilitator's answer to a /verify or /settle
+// request (settle tells which), as exact's are written: 400 for a
+// request without its payload or requirements, 502 when the chain could
+// not be asked.
+func (s *Server) answer(w http.ResponseWriter, body facilitatorBody, settle bool, do func(payload, requirements json.RawMessage) (any, error)) {
+	if absent(body.PaymentPayload) || absent(body.PaymentRequirements) {
+		msg := "want {x402Version, paymentPayload, paymentRequirements}"
+		if settle {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "errorReason": ReasonInvalidPayload, "errorMessage": msg, "transaction": "", "network": ""})
+		} else {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"isValid": false, "invalidReason": ReasonInvalidPayload, "invalidMessage": msg})
+		}
+		return
+	}
+	out, err := do(body.PaymentPayload, body.PaymentRequirements)
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": "the chain could not be asked"})
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func absent(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
