@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/tollgate/tollgate/devnet"
@@ -49,6 +50,7 @@ func batchKey(cfg *config, devnetMode bool) (string, error) {
 type batchSide struct {
 	scheme  *batch.Server
 	claimer *batch.Claimer
+	watcher *batch.Watcher
 }
 
 // newBatchSide builds the scheme over the store and the facilitator of
@@ -91,7 +93,15 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.Claim
 	if err != nil {
 		return nil, err
 	}
+	// The watcher looks back over a whole withdraw delay of 2 s blocks: a
+	// withdrawal started while no replica watched is still seen in time.
+	watcher, err := batch.NewWatcher(batch.WatcherConfig{Escrow: escrow.Address, Poll: 2 * time.Second, Turn: cc.Turn,
+		Lookback: uint64(cfg.BatchWithdrawDelay/(2*time.Second)) + 1, OnWithdraw: func(common.Hash) { claimer.Wake() }},
+		pay.logs, db, logger.With("component", "escrow-watcher"))
+	if err != nil {
+		return nil, err
+	}
 	logger.Info("batch-settlement offered beside exact", "escrow", escrow.Address.Hex(), "receiver_authorizer", scheme.ReceiverAuthorizer().Hex(),
 		"withdraw_delay", cfg.BatchWithdrawDelay, "claim_interval", cfg.BatchClaimInterval, "claim_threshold_usd", cfg.BatchClaimThreshold)
-	return &batchSide{scheme: scheme, claimer: claimer}, nil
+	return &batchSide{scheme: scheme, claimer: claimer, watcher: watcher}, nil
 }

@@ -210,6 +210,27 @@ func TestBatchSettlementServe(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 
+	// The operator sees the claim and the settle, and nothing unclaimed.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(s.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		exposition, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ok := true
+		for _, series := range []string{`tollgate_batch_transactions_total{kind="claim",result="ok"} 1`,
+			`tollgate_batch_transactions_total{kind="settle",result="ok"} 1`, "tollgate_batch_unclaimed_channels 0", "tollgate_batch_usd_total{kind=\"claim\"} 0.25"} {
+			ok = ok && strings.Contains(string(exposition), series)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics after the claim:\n%s", grepLines(string(exposition), "tollgate_batch"))
+		}
+	}
+
 	// The cooperative refund returns the rest of the deposit.
 	env, err := c.sess.RefundEnvelope(entry, resource, big.NewInt(devnet.ChainID), nil)
 	if err != nil {
@@ -343,4 +364,15 @@ func reportLatency(b *testing.B, took []time.Duration, txs int) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(txs)*100/float64(len(took)), "txs/100calls")
+}
+
+// grepLines returns the lines of text containing sub.
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -155,13 +155,23 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	unresolved = ledger.UnresolvedSummary
 	gc := pay.gateConfig
 	gc.Observer = metrics
-	batchSide, err := newBatchSide(cfg, pay, ledger, nil, logger)
+	batchSide, err := newBatchSide(cfg, pay, ledger, metrics, logger)
 	if err != nil {
 		return err
 	}
 	if batchSide != nil {
 		gc.Schemes = append(gc.Schemes, batchSide.scheme)
 		go batchSide.claimer.Run(ctx)
+		go batchSide.watcher.Run(ctx)
+		decimals := pay.gateConfig.Decimals
+		metrics.WatchBatch(func(ctx context.Context) (int, float64, time.Duration, error) {
+			n, unclaimed, oldest, err := ledger.BatchUnclaimed(ctx)
+			if err != nil || n == 0 {
+				return n, 0, 0, err
+			}
+			usd, _ := new(big.Rat).SetFrac(unclaimed, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)).Float64()
+			return n, usd, time.Since(oldest), nil
+		})
 	}
 	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
 	if err != nil {
@@ -398,6 +408,7 @@ type payments struct {
 	gateConfig  payment.GateConfig
 	facilitator payment.Facilitator
 	batch       batch.Facilitator // nil: the facilitator does not do batch-settlement
+	logs        batch.Logs        // the chain's logs, for the escrow watcher
 	audit       *payment.Auditor  // reads settlements back from the chain
 	terms       *service.PaymentTerms
 	banner      string
@@ -483,6 +494,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		return nil, fmt.Errorf("chain rpc %s: genesis block: %w", redactURL(rpcURL), err)
 	}
 	p.genesis = genesis.Hash()
+	p.logs = client
 	if p.audit, err = payment.NewAuditor(payment.DefaultAuditConfig(), client); err != nil {
 		p.close()
 		return nil, err
