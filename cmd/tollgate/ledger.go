@@ -18,6 +18,7 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -25,9 +26,10 @@ const ledgerUsage = `usage:
   tollgate ledger list      [--data-dir DIR | --database URL] [--state S] [--since T] [--payer 0x...]
   tollgate ledger export    [--data-dir DIR | --database URL] [--state S] [--since T] [--payer 0x...]   (CSV on stdout)
   tollgate ledger reconcile [--data-dir DIR | --database URL] --chain-rpc URL [--pay-to 0x...]
+  tollgate ledger channels  [--data-dir DIR | --database URL] [--txs N]   (batch-settlement channels, claims and settles)
 T is an RFC 3339 time or a duration back from now (24h); S is verified, pending, settled, failed or released.`
 
-// ledgerCmd runs `tollgate ledger list|export|reconcile`: the operator's
+// ledgerCmd runs `tollgate ledger list|export|reconcile|channels`: the operator's
 // view of the money, without SQL.
 func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -42,6 +44,7 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	var filter store.Filter
 	var since string
 	var chainRPC, payTo *string
+	var txLimit int
 	switch sub {
 	case "list", "export":
 		fs.StringVar(&filter.State, "state", "", "only payments in this state")
@@ -50,6 +53,8 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	case "reconcile":
 		chainRPC = fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of the chain the payments were made on (devnet: the running serve's --devnet-rpc, e.g. http://127.0.0.1:8545)")
 		payTo = fs.String("pay-to", getenv("TOLLGATE_PAY_TO"), "recipient of payments recorded before the ledger kept one per payment")
+	case "channels":
+		fs.IntVar(&txLimit, "txs", 20, "how many of the latest claim and settle transactions to list (0: all)")
 	default:
 		return fmt.Errorf("ledger: unknown command %q\n%s", sub, ledgerUsage)
 	}
@@ -94,6 +99,16 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 			return err
 		}
 		return writeCSV(stdout, recs)
+	case "channels":
+		chans, err := db.Channels(ctx)
+		if err != nil {
+			return err
+		}
+		txs, err := db.BatchTxs(ctx, txLimit)
+		if err != nil {
+			return err
+		}
+		return writeChannels(stdout, chans, txs, time.Now())
 	default:
 		return reconcileOnce(ctx, db, *chainRPC, *payTo, stdout, stderr)
 	}
@@ -266,4 +281,76 @@ func reconcileOnce(ctx context.Context, db *store.DB, rpcURL, payTo string, stdo
 		return fmt.Errorf("ledger reconcile: some payments could not be checked: %w", err)
 	}
 	return nil
+}
+
+// writeChannels prints the batch-settlement channels (what each charged,
+// what is claimed, its deposit, what waits for a claim and since when,
+// and a timed withdrawal), their totals, and the latest claim and settle
+// transactions, newest first. Amounts are atomic units.
+func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHANNEL\tPAYER\tCHARGED\tCLAIMED\tDEPOSIT\tUNCLAIMED\tWAITING\tWITHDRAW REQUESTED")
+	unclaimed, waiting := new(big.Int), 0
+	var oldest time.Time
+	for _, c := range chans {
+		charged, claimed := orZeroInt(c.Charged), orZeroInt(c.TotalClaimed)
+		open := new(big.Int).Sub(charged, claimed)
+		age := "-"
+		if open.Sign() > 0 {
+			unclaimed.Add(unclaimed, open)
+			waiting++
+			age = "?" // written before ages were kept
+			if !c.UnclaimedSince.IsZero() {
+				age = now.Sub(c.UnclaimedSince).Round(time.Second).String()
+				if oldest.IsZero() || c.UnclaimedSince.Before(oldest) {
+					oldest = c.UnclaimedSince
+				}
+			}
+		} else {
+			open.SetInt64(0)
+		}
+		withdraw := "-"
+		if c.WithdrawRequestedAt != 0 {
+			withdraw = time.Unix(int64(c.WithdrawRequestedAt), 0).UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID.Hex(), c.Config.Payer.Hex(), charged, claimed, orZeroInt(c.Balance),
+			open, age, withdraw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d channels; %s atomic units unclaimed on %d of them", len(chans), unclaimed, waiting)
+	if !oldest.IsZero() {
+		fmt.Fprintf(w, ", the oldest waiting %s", now.Sub(oldest).Round(time.Second))
+	}
+	fmt.Fprintln(w)
+	if len(txs) == 0 {
+		_, err := fmt.Fprintln(w, "no claim or settle transactions")
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tKIND\tRESULT\tTX\tCHANNELS\tAMOUNT\tRECEIVER\tREASON")
+	for _, r := range txs {
+		tx, receiver, channels := "-", "-", "-"
+		if r.Tx != (common.Hash{}) {
+			tx = r.Tx.Hex()
+		}
+		if r.Receiver != (common.Address{}) {
+			receiver = r.Receiver.Hex()
+		}
+		if r.Kind == batch.KindClaim {
+			channels = fmt.Sprint(r.Rows)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Kind, r.Result, tx, channels,
+			orZeroInt(r.Amount), receiver, orDash(strings.TrimSpace(r.Reason+" "+r.Message)))
+	}
+	return tw.Flush()
+}
+
+func orZeroInt(x *big.Int) *big.Int {
+	if x == nil {
+		return new(big.Int)
+	}
+	return x
 }
