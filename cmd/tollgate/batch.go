@@ -78,6 +78,9 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.Claim
 	escrow := batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}
 	minDeposit, _ := payment.AtomicAmount(cfg.BatchMinDeposit, pay.gateConfig.Decimals)
 	threshold, _ := payment.AtomicAmount(cfg.BatchClaimThreshold, pay.gateConfig.Decimals)
+	if threshold.Sign() == 0 {
+		threshold = nil // no threshold: the interval and withdrawals decide
+	}
 	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: key,
 		WithdrawDelay: uint64(cfg.BatchWithdrawDelay / time.Second), MinDeposit: minDeposit, StateTTL: cfg.BatchStateTTL}, db, pay.batch)
 	if err != nil {

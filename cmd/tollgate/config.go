@@ -218,7 +218,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	dur(&cfg.BatchWithdrawDelay, "batch-withdraw-delay", time.Hour, "batch-settlement: the channels' withdrawDelay, how long a payer's timed withdrawal waits (15m to 720h): the claimer's time to claim")
 	str(&cfg.BatchMinDeposit, "batch-min-deposit", "1.00", "batch-settlement: the deposit announced to clients (extra.minDeposit), USD; a route's price when larger")
 	dur(&cfg.BatchClaimInterval, "batch-claim-interval", 10*time.Minute, "batch-settlement: claim and settle served vouchers at least this often")
-	str(&cfg.BatchClaimThreshold, "batch-claim-threshold", "5.00", "batch-settlement: claim at once when this much (USD) is served and unclaimed")
+	str(&cfg.BatchClaimThreshold, "batch-claim-threshold", "5.00", "batch-settlement: claim at once when this much (USD) is served and unclaimed; 0: no threshold")
 	dur(&cfg.BatchStateTTL, "batch-state-ttl", 0, "batch-settlement: how long a channel's mirrored on-chain state serves vouchers without asking the chain; 0: withdraw delay / 3, between 30s and 5m")
 	str(&cfg.TrustedProxies, "trusted-proxies", "", "load balancers whose X-Forwarded-For names the client, as CIDRs or IPs, comma-separated; empty: the TCP peer is the client")
 	return fs, cfg

@@ -170,6 +170,9 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 				return n, 0, 0, err
 			}
 			usd, _ := new(big.Rat).SetFrac(unclaimed, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)).Float64()
+			if oldest.IsZero() { // rows charged before their age was kept
+				return n, usd, 0, nil
+			}
 			return n, usd, time.Since(oldest), nil
 		})
 	}
