@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,11 +18,15 @@ import (
 	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
 )
 
 // facilitator runs `tollgate facilitator`: the self-hosted facilitator as
 // a standard x402 facilitator HTTP API (POST /verify, POST /settle, GET
-// /supported) for other x402 servers.
+// /supported) for other x402 servers, for exact and batch-settlement (the
+// escrow at its canonical address). With a receiver authorizer key it
+// signs the claims and refunds a server leaves unsigned and advertises
+// the key's address in /supported.
 func facilitator(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("facilitator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -30,6 +35,10 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	asset := fs.String("asset", baseUSDC, "EIP-3009 token accepted (default USDC on Base)")
 	payTo := fs.String("pay-to", getenv("TOLLGATE_PAY_TO"), "comma-separated recipients this facilitator settles for (required)")
 	keyFile := fs.String("facilitator-key-file", getenv("TOLLGATE_FACILITATOR_KEY_FILE"), "file holding the hex gas key (or set TOLLGATE_FACILITATOR_KEY)")
+	batchKeyFile := fs.String("batch-authorizer-key-file", getenv("TOLLGATE_BATCH_AUTHORIZER_KEY_FILE"),
+		"batch-settlement: file holding the hex key of the receiver authorizer this facilitator signs claims and refunds with and advertises "+
+			"(or set TOLLGATE_BATCH_AUTHORIZER_KEY); optional: without it, servers sign their own. Anyone reaching the API can then have "+
+			"refunds signed: keep it on a private network")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +65,16 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return errors.New("facilitator: the gas key is not a hex secp256k1 key")
 	}
+	var authorizer *ecdsa.PrivateKey
+	authHex, err := batchKey(&config{BatchAuthorizerKey: getenv("TOLLGATE_BATCH_AUTHORIZER_KEY"), BatchKeyFile: *batchKeyFile}, false)
+	if err != nil {
+		return fmt.Errorf("facilitator: %w", err)
+	}
+	if authHex = strings.TrimPrefix(strings.TrimSpace(authHex), "0x"); authHex != "" {
+		if authorizer, err = crypto.HexToECDSA(authHex); err != nil {
+			return errors.New("facilitator: the batch receiver authorizer key is not a hex secp256k1 key")
+		}
+	}
 	client, err := ethclient.DialContext(ctx, *rpcURL)
 	if err != nil {
 		return err
@@ -72,13 +91,18 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID), PayTo: recipients}, local)
+	schemes, batchNote, err := batchFacilitator(ctx, client, local, authorizer, common.HexToAddress(*asset), recipients)
+	if err != nil {
+		return err
+	}
+	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID), PayTo: recipients,
+		Schemes: schemes}, local)
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 120 * time.Second}
-	fmt.Fprintf(stderr, "facilitator on http://%s (signer %s, asset %s)\n", lis.Addr(), local.Signer().Hex(), *asset)
+	fmt.Fprintf(stderr, "facilitator on http://%s (signer %s, asset %s; %s)\n", lis.Addr(), local.Signer().Hex(), *asset, batchNote)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -89,4 +113,33 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	return nil
+}
+
+// batchFacilitator is the batch-settlement side of `tollgate facilitator`:
+// the scheme's facilitator over the chain, sending through the exact
+// facilitator's gas key (one nonce manager), served for recipients. note
+// says what the startup line reports of it (addresses only, never a key).
+func batchFacilitator(ctx context.Context, client *ethclient.Client, tx *payment.Local, authorizer *ecdsa.PrivateKey, asset common.Address,
+	recipients []common.Address) (map[string]payment.SchemeFacilitator, string, error) {
+	escrow := batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}
+	local, err := batch.NewLocal(batch.LocalConfig{Escrow: escrow, Authorizer: authorizer,
+		Tokens: []payment.Asset{{Address: asset, Name: usdcName, Version: usdcVersion}}}, client, tx)
+	if err != nil {
+		return nil, "", err
+	}
+	addr, _ := local.Authorizer()
+	adapter, err := batch.NewAdapter(local, batch.AdapterConfig{Network: baseNetwork, PayTo: recipients, ReceiverAuthorizer: addr})
+	if err != nil {
+		return nil, "", err
+	}
+	note := "batch-settlement escrow " + escrow.Address.Hex()
+	if authorizer != nil {
+		note += ", receiver authorizer " + addr.Hex()
+	} else {
+		note += ", no receiver authorizer (servers sign their claims and refunds)"
+	}
+	if code, err := client.CodeAt(ctx, escrow.Address, nil); err == nil && len(code) == 0 {
+		note += "; WARNING: no escrow code on this chain, batch-settlement requests will fail"
+	}
+	return map[string]payment.SchemeFacilitator{batch.Scheme: adapter}, note, nil
 }
