@@ -513,6 +513,10 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 			return nil, err
 		}
 		p.facilitator, facilitatorName = fc, cfg.Facilitator
+		if p.batch, err = batch.NewRemote(fc, batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}); err != nil {
+			p.close()
+			return nil, err
+		}
 	default:
 		k, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(key), "0x"))
 		if err != nil {

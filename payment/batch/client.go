@@ -75,7 +75,7 @@ func (p Payer) Payload(t Terms, typ string, max *big.Int, dep *DepositRequest, r
 			return nil, err
 		}
 		w.Deposit = &wireDeposit{Amount: dep.Amount.String()}
-		w.Deposit.Authorization.ERC3009 = &wireERC3009{ValidAfter: "0", ValidBefore: dep.ValidBefore.String(), Salt: dep.Salt.String(),
+		w.Deposit.Authorization.ERC3009 = &wireERC3009{ValidAfter: "0", ValidBefore: dep.ValidBefore.String(), Salt: common.BigToHash(dep.Salt).Hex(),
 			Signature: hexutil.Encode(auth)}
 	case TypeRefund:
 		if refund != nil {

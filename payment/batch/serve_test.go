@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,4 +453,20 @@ func TestServeRefusals(t *testing.T) {
 			t.Fatalf("recovered voucher: %d %v", a.status, a.required["error"])
 		}
 	})
+}
+
+// TestDepositSaltForms: a deposit's ERC-3009 salt is read as the
+// official client writes it (32 bytes of hex) and as a decimal.
+func TestDepositSaltForms(t *testing.T) {
+	for _, salt := range []string{"0x00000000000000000000000000000000000000000000000000000000000004d2", "1234"} {
+		raw := `{"type":"deposit","channelConfig":{"payer":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8","payerAuthorizer":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+"receiver":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8","receiverAuthorizer":"0x70997970C51812dc3A010C7d01b50e0d17dc79C8","token":"0x700b6A60ce7EaaEA56F065753d8dcB9653dbAD35",
+"withdrawDelay":900,"salt":"0x0000000000000000000000000000000000000000000000000000000000000000"},
+"voucher":{"channelId":"0x1111111111111111111111111111111111111111111111111111111111111111","maxClaimableAmount":"1","signature":"0x` + strings.Repeat("ab", 65) + `"},
+"deposit":{"amount":"10","authorization":{"erc3009Authorization":{"validAfter":"0","validBefore":"99","salt":"` + salt + `","signature":"0x` + strings.Repeat("ab", 65) + `"}}}}`
+		p, err := batch.DecodePayload([]byte(raw))
+		if err != nil || p.Deposit.Salt.Int64() != 1234 {
+			t.Errorf("salt %s: %v %v", salt, err, p)
+		}
+	}
 }

@@ -229,6 +229,11 @@ func DecodePayload(raw []byte) (*Payment, error) {
 			dst       **big.Int
 		}{{"deposit.amount", w.Deposit.Amount, &d.Amount}, {"validAfter", a.ValidAfter, &d.ValidAfter},
 			{"validBefore", a.ValidBefore, &d.ValidBefore}, {"salt", a.Salt, &d.Salt}} {
+			if f.dst == &d.Salt && hashRE.MatchString(f.src) {
+				// The official client writes the salt as 32 bytes of hex.
+				d.Salt = new(big.Int).SetBytes(common.FromHex(f.src))
+				continue
+			}
 			if *f.dst, err = amount(f.name, f.src); err != nil {
 				return nil, refuse(ReasonDepositPayload, "%s", err.(*Error).Message)
 			}
