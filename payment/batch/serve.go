@@ -177,44 +177,26 @@ func (s *Server) Serve(px *payment.Exchange) {
 // commit.
 func (s *Server) pay(x *exchange) {
 	p, now := x.p, s.now()
-	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
-	if err != nil {
-		s.unavailable(x, err)
+	c, found, ok := s.stored(x, now)
+	if !ok {
 		return
-	}
-	if found {
-		if m := x.t.CheckCumulative(c, true, p); m != nil {
-			s.corrective(x, m)
-			return
-		}
-		if err := s.withdrawing(c, now); err != nil {
-			s.refuse(x, err)
-			return
-		}
 	}
 	var verdict *Verdict
 	fresh := false
 	if found && p.Type == TypeVoucher {
+		var err error
 		if fresh, err = x.t.VerifyLocally(c, p, now, s.cfg.StateTTL); err != nil {
 			s.refuse(x, err)
 			return
 		}
 	}
 	if !fresh {
-		v, err := s.f.Verify(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
-		if err != nil {
-			s.facilitatorFailed(x, "verify", err)
+		if verdict = s.verify(x); verdict == nil {
 			return
 		}
-		if !v.Valid {
-			x.Challenge(v.Reason, v.Message, x.payer, nil, nil)
-			return
-		}
-		verdict = &v
 	}
 
-	hold := holdID()
-	expires := now.Add(min(max(time.Duration(x.Requirement.MaxTimeout)*time.Second, 5*time.Second), 10*time.Minute))
+	hold, expires := holdID(), s.holdUntil(x, now)
 	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found && verdict == nil {
 			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
@@ -268,7 +250,7 @@ func (s *Server) pay(x *exchange) {
 		x.WriteFailure(resp)
 		return
 	}
-	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	c, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
 		}
@@ -291,29 +273,15 @@ func (s *Server) pay(x *exchange) {
 // handler is skipped.
 func (s *Server) refund(x *exchange) {
 	p, now := x.p, s.now()
-	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
-	if err != nil {
-		s.unavailable(x, err)
+	if _, _, ok := s.stored(x, now); !ok {
 		return
 	}
-	if found {
-		if m := x.t.CheckCumulative(c, true, p); m != nil {
-			s.corrective(x, m)
-			return
-		}
-	}
-	v, err := s.f.Verify(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
-	if err != nil {
-		s.facilitatorFailed(x, "verify", err)
+	v := s.verify(x)
+	if v == nil {
 		return
 	}
-	if !v.Valid {
-		x.Challenge(v.Reason, v.Message, x.payer, nil, nil)
-		return
-	}
-	hold := holdID()
+	hold, expires := holdID(), s.holdUntil(x, now)
 	var order RefundOrder
-	expires := now.Add(min(max(time.Duration(x.Requirement.MaxTimeout)*time.Second, 5*time.Second), 10*time.Minute))
 	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(v.State.TotalClaimed))
@@ -342,7 +310,7 @@ func (s *Server) refund(x *exchange) {
 		x.Challenge(o.Reason, o.Message, x.payer, nil, &payment.SettleResponse{ErrorReason: o.Reason, Transaction: hashOrEmpty(o.Tx), Payer: x.payer})
 		return
 	}
-	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	c, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			return Keep, nil
 		}
@@ -365,6 +333,52 @@ func (s *Server) refund(x *exchange) {
 		settlement.Amount = o.Amount.String()
 	}
 	x.Answer(map[string]string{"message": "Refund acknowledged", "channelId": strings.ToLower(p.ChannelID.Hex())}, settlement)
+}
+
+// stored reads the payment's channel and refuses, answering, a voucher
+// that does not sign what the record expects, or a charge on a channel
+// whose withdrawal is near; ok false: answered.
+func (s *Server) stored(x *exchange, now time.Time) (c Channel, found, ok bool) {
+	c, found, err := s.store.Channel(x.ctx, x.p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
+		return c, false, false
+	}
+	if !found {
+		return c, false, true
+	}
+	if m := x.t.CheckCumulative(c, true, x.p); m != nil {
+		s.corrective(x, m)
+		return c, true, false
+	}
+	if x.p.Type != TypeRefund {
+		if err := s.withdrawing(c, now); err != nil {
+			s.refuse(x, err)
+			return c, true, false
+		}
+	}
+	return c, true, true
+}
+
+// verify asks the facilitator to verify the payment, refreshing the
+// channel's on-chain state; nil: refused or failed, answered.
+func (s *Server) verify(x *exchange) *Verdict {
+	v, err := s.f.Verify(x.ctx, x.p, s.Accepts(x.Requirement), x.Envelope.Raw)
+	if err != nil {
+		s.facilitatorFailed(x, "verify", err)
+		return nil
+	}
+	if !v.Valid {
+		x.Challenge(v.Reason, v.Message, x.payer, nil, nil)
+		return nil
+	}
+	return &v
+}
+
+// holdUntil is when a reservation made now expires: the route's
+// maxTimeoutSeconds, between 5 s and 10 min.
+func (s *Server) holdUntil(x *exchange, now time.Time) time.Time {
+	return now.Add(min(max(time.Duration(x.Requirement.MaxTimeout)*time.Second, 5*time.Second), 10*time.Minute))
 }
 
 // refundOrder is the cooperative refund of channel c that payment p asks
