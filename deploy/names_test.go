@@ -38,6 +38,8 @@ func exposition(t *testing.T) map[string][]string {
 	m.Instrument(func(*http.Request) string { return "GET /regime" }, http.NotFoundHandler()).
 		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/regime", nil))
 	admin.NewReadiness(m, time.Second).Probe(context.Background())
+	m.WatchBatch(func(context.Context) (int, float64, time.Duration, error) { return 1, 0.25, time.Minute, nil })
+	m.BatchTransaction("claim", "ok", 0.25)
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
