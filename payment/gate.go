@@ -868,8 +868,7 @@ func (g *Gate) failJSON(w http.ResponseWriter, req *Requirement, status int, cod
 
 // usd converts atomic units of the asset to dollars, for the metrics.
 func (g *Gate) usd(amount *big.Int) float64 {
-	f, _ := new(big.Rat).SetFrac(amount, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(g.cfg.Decimals)), nil)).Float64()
-	return f
+	return USD(amount, g.cfg.Decimals)
 }
 
 func (g *Gate) writeChallenge(w http.ResponseWriter, req *Requirement, why *VerifyError) {

@@ -295,8 +295,22 @@ func revertReason(err error) string {
 
 // isRevert tells an execution revert (a verdict) from a node failure.
 func isRevert(err error) bool {
-	var de interface{ ErrorData() interface{} }
-	return errors.As(err, &de) || strings.Contains(err.Error(), "execution reverted")
+	_, reverted := Revert(err)
+	return reverted
+}
+
+// Revert reads an eth_call or eth_estimateGas error: whether the call
+// reverted (a verdict on the call, not a node failure), and the revert's
+// data when the node gave it (a custom error's selector and arguments).
+func Revert(err error) (data []byte, reverted bool) {
+	var de rpc.DataError
+	if errors.As(err, &de) {
+		if h, ok := de.ErrorData().(string); ok {
+			data, _ = hexutil.Decode(h)
+		}
+		return data, true
+	}
+	return nil, strings.Contains(err.Error(), "execution reverted")
 }
 
 // Settle implements Facilitator: it re-checks what needs no chain and the
@@ -422,15 +436,8 @@ type Sent struct {
 func (l *Local) Transact(ctx context.Context, to common.Address, data []byte, gas uint64) (Sent, error) {
 	est, err := l.chain.EstimateGas(ctx, ethereum.CallMsg{From: l.from, To: &to, Data: data})
 	if err != nil {
-		if isRevert(err) {
-			s := Sent{Refused: err.Error()}
-			var de rpc.DataError
-			if errors.As(err, &de) {
-				if h, ok := de.ErrorData().(string); ok {
-					s.RevertData, _ = hexutil.Decode(h)
-				}
-			}
-			return s, nil
+		if data, reverted := Revert(err); reverted {
+			return Sent{Refused: err.Error(), RevertData: data}, nil
 		}
 		return Sent{}, &FacilitatorError{Op: "transact", Err: err}
 	}

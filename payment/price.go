@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// USD converts an amount in atomic units of a token with the given
+// decimals to dollars, for metrics (never for money: it is a float).
+func USD(amount *big.Int, decimals int) float64 {
+	f, _ := new(big.Rat).SetFrac(amount, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)).Float64()
+	return f
+}
+
 // AtomicAmount converts an exact decimal USD price ("0.02") into atomic
 // units of a token with the given decimals (20000 for 6), without floats.
 // More decimal places than the token has is an error, never a rounding.

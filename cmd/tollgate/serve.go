@@ -169,7 +169,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			if err != nil || n == 0 {
 				return n, 0, 0, err
 			}
-			usd, _ := new(big.Rat).SetFrac(unclaimed, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil)).Float64()
+			usd := payment.USD(unclaimed, decimals)
 			if oldest.IsZero() { // rows charged before their age was kept
 				return n, usd, 0, nil
 			}

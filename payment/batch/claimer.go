@@ -518,7 +518,7 @@ func (c *Claimer) observe(kind, result string, amount *big.Int) {
 	}
 	usd := 0.0
 	if result == ResultOK && amount != nil {
-		usd, _ = new(big.Rat).SetFrac(amount, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(c.cfg.Decimals)), nil)).Float64()
+		usd = payment.USD(amount, c.cfg.Decimals)
 	}
 	c.cfg.Observer.BatchTransaction(kind, result, usd)
 }

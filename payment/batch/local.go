@@ -13,10 +13,8 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/tollgate/tollgate/payment"
 )
@@ -182,10 +180,11 @@ func (l *Local) Verify(ctx context.Context, p *Payment, req payment.Requirements
 		}
 		escrow := l.cfg.Escrow.Address
 		if _, err := l.chain.CallContract(ctx, ethereum.CallMsg{To: &escrow, Data: data}, nil); err != nil {
-			if !isRevert(err) {
+			revert, reverted := payment.Revert(err)
+			if !reverted {
 				return v, &payment.FacilitatorError{Op: "verify", Err: err}
 			}
-			v.Reason, v.Message = ReasonDepositSimulationFailed, l.revertName(revertData(err), err.Error())
+			v.Reason, v.Message = ReasonDepositSimulationFailed, l.revertName(revert, err.Error())
 			return v, nil
 		}
 	}
@@ -632,22 +631,4 @@ func (l *Local) revertName(data []byte, fallback string) string {
 		}
 	}
 	return fallback
-}
-
-// revertData is the revert's data an eth_call error carries, if any.
-func revertData(err error) []byte {
-	var de rpc.DataError
-	if errors.As(err, &de) {
-		if h, ok := de.ErrorData().(string); ok {
-			b, _ := hexutil.Decode(h)
-			return b
-		}
-	}
-	return nil
-}
-
-// isRevert tells an execution revert (a verdict) from a node failure.
-func isRevert(err error) bool {
-	var de rpc.DataError
-	return errors.As(err, &de) || strings.Contains(err.Error(), "execution reverted")
 }
