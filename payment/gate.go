@@ -749,10 +749,16 @@ func (g *Gate) serveOwed(ctx context.Context, w http.ResponseWriter, r *http.Req
 
 // deliver writes a paid response with its settlement header.
 func (g *Gate) deliver(w http.ResponseWriter, req *Requirement, p *Payment, tx, contentType string, status int, body []byte, header http.Header) {
+	setSettlementHeader(w, p.Version, req, SettleResponse{Success: true, Transaction: tx, Payer: p.Authorization.From.Hex()})
+	writePaid(w, header, contentType, status, body)
+}
+
+// writePaid writes a paid answer (its settlement header already set):
+// the handler's headers, kept out of shared caches, then the body.
+func writePaid(w http.ResponseWriter, header http.Header, contentType string, status int, body []byte) {
 	for k, v := range header {
 		w.Header()[k] = v
 	}
-	setSettlementHeader(w, p, req, SettleResponse{Success: true, Transaction: tx, Payer: p.Authorization.From.Hex()})
 	paidHeaders(w)
 	if contentType != "" {
 		w.Header().Set("Content-Type", contentType)
@@ -929,15 +935,17 @@ func (g *Gate) settleFailed(w http.ResponseWriter, req *Requirement, p *Payment,
 	if s.Tx != (common.Hash{}) {
 		resp.Transaction = s.Tx.Hex()
 	}
-	setSettlementHeader(w, p, req, resp)
+	setSettlementHeader(w, p.Version, req, resp)
 	g.obs.SettleFailed(req.Operation, s.Reason)
 	g.writeChallenge(w, req, &VerifyError{Reason: s.Reason, Message: s.Message, Payer: p.Authorization.From.Hex()})
 }
 
-func setSettlementHeader(w http.ResponseWriter, p *Payment, req *Requirement, s SettleResponse) {
+// setSettlementHeader sets the settlement header of protocol version
+// for req.
+func setSettlementHeader(w http.ResponseWriter, version int, req *Requirement, s SettleResponse) {
 	name := HeaderPaymentResponseV2
 	s.Network = req.Network
-	if p.Version == 1 {
+	if version == 1 {
 		name, s.Network = HeaderPaymentResponseV1, req.NetworkV1
 	}
 	if v, err := EncodeHeader(s); err == nil {

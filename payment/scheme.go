@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -81,10 +80,7 @@ func (x *Exchange) WriteFailure(r *Response) { r.buf.writeTo(x.w) }
 func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV2, settlement *SettleResponse) {
 	req := x.Requirement
 	if settlement != nil {
-		settlement.Network = req.Network
-		if v, err := EncodeHeader(settlement); err == nil {
-			x.w.Header().Set(HeaderPaymentResponseV2, v)
-		}
+		setSettlementHeader(x.w, 2, req, *settlement)
 		x.g.obs.SettleFailed(req.Operation, reason)
 	} else {
 		x.g.obs.Refused(req.Operation, reason)
@@ -111,32 +107,18 @@ func (x *Exchange) Refuse(status int, code, message string) {
 // payment of amount (atomic units) settled, took after the handler.
 func (x *Exchange) Deliver(r *Response, s SettleResponse, amount *big.Int, took time.Duration) {
 	x.g.obs.Settled(x.Requirement.Operation, x.g.usd(amount), took)
-	s.Success, s.Network = true, x.Requirement.Network
-	if v, err := EncodeHeader(s); err == nil {
-		x.w.Header().Set(HeaderPaymentResponseV2, v)
-	}
-	for k, v := range r.buf.header {
-		x.w.Header()[k] = v
-	}
-	paidHeaders(x.w)
-	x.w.Header().Set("Content-Length", strconv.Itoa(r.buf.body.Len()))
-	x.w.WriteHeader(r.buf.status)
-	_, _ = x.w.Write(r.buf.body.Bytes())
+	s.Success = true
+	setSettlementHeader(x.w, 2, x.Requirement, s)
+	writePaid(x.w, r.buf.header, "", r.buf.status, r.buf.body.Bytes())
 }
 
 // Answer writes a JSON body with a settlement header, the handler
 // skipped (a cooperative refund's acknowledgment).
 func (x *Exchange) Answer(body any, s SettleResponse) {
-	s.Success, s.Network = true, x.Requirement.Network
-	if v, err := EncodeHeader(s); err == nil {
-		x.w.Header().Set(HeaderPaymentResponseV2, v)
-	}
+	s.Success = true
+	setSettlementHeader(x.w, 2, x.Requirement, s)
 	b, _ := json.Marshal(body)
-	paidHeaders(x.w)
-	x.w.Header().Set("Content-Type", "application/json")
-	x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(b)
+	writePaid(x.w, nil, "application/json", http.StatusOK, b)
 }
 
 // Context is the request's context without its cancellation: what a
