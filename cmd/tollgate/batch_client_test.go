@@ -247,7 +247,7 @@ func runBatchClient(t *testing.T, ctx context.Context, dir string, v any, args .
 
 // escrowWatch reads the escrow, its events and the token from the chain.
 type escrowWatch struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	c     *ethclient.Client
 	token common.Address

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum"
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/ethclient"
 
@@ -124,36 +122,6 @@ func (c *batchCaller) pay(path string, entry payment.RequirementsV2, resource *p
 	}
 }
 
-// escrowState reads channel id on chain: balance and total claimed.
-func escrowState(t testing.TB, client *ethclient.Client, id common.Hash) (balance, claimed *big.Int) {
-	t.Helper()
-	parsed, err := abi.JSON(strings.NewReader(`[{"type":"function","name":"channels","stateMutability":"view","inputs":[{"name":"","type":"bytes32"}],"outputs":[{"name":"balance","type":"uint128"},{"name":"totalClaimed","type":"uint128"}]}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := parsed.Pack("channels", id)
-	to := batch.EscrowAddress
-	out, err := client.CallContract(context.Background(), ethereum.CallMsg{To: &to, Data: data}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := parsed.Unpack("channels", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return vals[0].(*big.Int), vals[1].(*big.Int)
-}
-
-func tokenBalance(t testing.TB, client *ethclient.Client, token, who common.Address) *big.Int {
-	t.Helper()
-	data := append(common.FromHex("0x70a08231"), common.LeftPadBytes(who.Bytes(), 32)...)
-	out, err := client.CallContract(context.Background(), ethereum.CallMsg{To: &token, Data: data}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return new(big.Int).SetBytes(out)
-}
-
 // TestBatchSettlementServe: serve offers batch-settlement on devnet; a
 // payer deposits once and pays vouchers; the claimer claims and settles
 // what was served to payTo; a cooperative refund returns the rest.
@@ -171,9 +139,10 @@ func TestBatchSettlementServe(t *testing.T) {
 	c := newBatchCaller(t, s.base, devnet.PayerAccount)
 	entry, resource := c.entry("/regime")
 	price, _ := new(big.Int).SetString(entry.Amount, 10)
-	token, payTo := common.HexToAddress(entry.Asset), common.HexToAddress(entry.PayTo)
+	payTo := common.HexToAddress(entry.PayTo)
+	w := &escrowWatch{t: t, ctx: context.Background(), c: client, token: common.HexToAddress(entry.Asset)}
 	payer := c.sess.Payer.Address()
-	payToBefore, payerBefore := tokenBalance(t, client, token, payTo), tokenBalance(t, client, token, payer)
+	payToBefore, payerBefore := w.balance(payTo), w.balance(payer)
 
 	const calls = 5
 	for i := 1; i <= calls; i++ {
@@ -199,8 +168,8 @@ func TestBatchSettlementServe(t *testing.T) {
 	served := new(big.Int).Mul(price, big.NewInt(calls))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, claimed := escrowState(t, client, id)
-		got := new(big.Int).Sub(tokenBalance(t, client, token, payTo), payToBefore)
+		_, claimed := w.channel(id)
+		got := new(big.Int).Sub(w.balance(payTo), payToBefore)
 		if claimed.Cmp(served) == 0 && got.Cmp(served) == 0 {
 			break
 		}
@@ -241,10 +210,10 @@ func TestBatchSettlementServe(t *testing.T) {
 	if a.status != http.StatusOK || a.settlement.Amount != rest.String() {
 		t.Fatalf("refund: %d %s %+v %+v", a.status, a.body, a.settlement, a.required)
 	}
-	if spent := new(big.Int).Sub(payerBefore, tokenBalance(t, client, token, payer)); spent.Cmp(served) != 0 {
+	if spent := new(big.Int).Sub(payerBefore, w.balance(payer)); spent.Cmp(served) != 0 {
 		t.Errorf("the payer spent %s in all, want %s", spent, served)
 	}
-	if balance, claimed := escrowState(t, client, id); balance.Cmp(claimed) != 0 {
+	if balance, claimed := w.channel(id); balance.Cmp(claimed) != 0 {
 		t.Errorf("after the refund the channel holds %s with %s claimed: want nothing refundable", balance, claimed)
 	}
 }
@@ -322,8 +291,9 @@ func BenchmarkPaidCall(b *testing.B) {
 		// Wait for the claimer's claim and settle of what was served.
 		terms, _ := batch.TermsOf(entry, big.NewInt(devnet.ChainID))
 		_, id := c.sess.Payer.Channel(terms)
+		w := &escrowWatch{t: b, ctx: context.Background(), c: client}
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
-			if _, claimed := escrowState(b, client, id); claimed.Cmp(c.sess.Charged) == 0 {
+			if _, claimed := w.channel(id); claimed.Cmp(c.sess.Charged) == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
