@@ -309,9 +309,9 @@ func (g *Gate) scheme(env *wirePayload) Scheme {
 func (g *Gate) other(w http.ResponseWriter, r *http.Request, req *Requirement, s Scheme, env *wirePayload, raw []byte, next http.Handler) {
 	x := &Exchange{Request: r, Requirement: req, w: w, g: g, next: next,
 		Envelope: &Envelope{Accepted: *env.Accepted, Resource: env.Resource, Payload: env.Payload, Raw: raw}}
-	want, got := s.Accepts(req), *env.Accepted
+	got := *env.Accepted // a scheme's entry names the route's network, price, asset and payTo
 	switch {
-	case got.Network != want.Network || got.Amount != want.Amount || !strings.EqualFold(got.Asset, want.Asset) || !strings.EqualFold(got.PayTo, want.PayTo):
+	case got.Network != req.Network || got.Amount != req.Amount.String() || !strings.EqualFold(got.Asset, req.Asset.Hex()) || !strings.EqualFold(got.PayTo, req.PayTo.Hex()):
 		x.Challenge(ReasonNoMatch, "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)", "", nil, nil)
 	case env.Resource != nil && !g.sameResourceURL(env.Resource.URL, r.URL):
 		x.Challenge(ReasonResourceMismatch, fmt.Sprintf("the payment is for %q, not %s", env.Resource.URL, g.base+r.URL.RequestURI()), "", nil, nil)
