@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // BenchmarkLoadBalancer measures the service through HAProxy with one
@@ -104,6 +105,7 @@ func BenchmarkLoadBalancer(b *testing.B) {
 // benchmark times the paid call alone.
 type signer struct {
 	payer   payment.Payer
+	exact   exact.Payer
 	req     payment.RequirementsV2
 	chainID int64
 }
@@ -133,14 +135,15 @@ func newSigner(b *testing.B, c *cluster, path string) *signer {
 		b.Fatal(err)
 	}
 	return &signer{
-		payer:   payment.Payer{Key: key, Version: 2, HTTP: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}},
+		payer:   payment.Payer{Version: 2, HTTP: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}},
+		exact:   exact.Payer{Key: key},
 		req:     req,
 		chainID: chainID,
 	}
 }
 
 func (s *signer) sign(b *testing.B) payment.SignedPayment {
-	pay, err := s.payer.Authorize(s.req, s.chainID, "")
+	pay, err := s.exact.Pay(payment.Offer{Version: 2, Entry: s.req, ChainID: s.chainID})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // TestReplicasBehindLoadBalancer is the production layout, end to end,
@@ -247,7 +247,7 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 		}
 		settled := map[string]ledgerRow{} // by tx
 		for _, r := range rows {
-			if r.state != payment.StateSettled {
+			if r.state != exact.StateSettled {
 				continue
 			}
 			if _, dup := settled[r.tx]; dup || r.tx == "" {
@@ -281,7 +281,7 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 			}
 		}
 		for _, o := range p.served() {
-			if r, ok := settled[o.tx]; !ok || !strings.EqualFold(r.nonce, hexutil.Encode(o.pay.Authorization.Nonce[:])) {
+			if r, ok := settled[o.tx]; !ok || !strings.EqualFold(r.nonce, o.pay.ID) {
 				t.Errorf("answer served with settlement %q, which no settled row of its nonce records", o.tx)
 			}
 		}
@@ -440,8 +440,9 @@ func newPayments(t *testing.T, c *cluster) *payments {
 		t.Fatal(err)
 	}
 	return &payments{
-		payer: payment.Payer{Key: key, Version: 2, HTTP: &http.Client{Timeout: 90 * time.Second}, MaxAmount: big.NewInt(1_000_000)},
-		sent:  map[string]sentPayment{},
+		payer: payment.Payer{Version: 2, HTTP: &http.Client{Timeout: 90 * time.Second}, MaxAmount: big.NewInt(1_000_000),
+			Schemes: []payment.SchemeClient{exact.Payer{Key: key}}},
+		sent: map[string]sentPayment{},
 	}
 }
 
@@ -461,7 +462,7 @@ func (p *payments) trySign(url string) (payment.SignedPayment, error) {
 		return pay, err
 	}
 	p.mu.Lock()
-	p.sent[strings.ToLower(hexutil.Encode(pay.Authorization.Nonce[:]))] = sentPayment{url: url, pay: pay}
+	p.sent[strings.ToLower(pay.ID)] = sentPayment{url: url, pay: pay}
 	p.mu.Unlock()
 	return pay, nil
 }
@@ -485,7 +486,7 @@ func (p *payments) send(ctx context.Context, url string, pay payment.SignedPayme
 		}
 	}
 	p.mu.Lock()
-	k := strings.ToLower(hexutil.Encode(pay.Authorization.Nonce[:]))
+	k := strings.ToLower(pay.ID)
 	s := p.sent[k]
 	s.out = append(s.out, o)
 	p.sent[k] = s

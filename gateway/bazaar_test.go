@@ -14,13 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/tollgate/tollgate/gateway"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service/catalog"
 )
 
@@ -48,8 +48,8 @@ func paidServer(t *testing.T, s *stack) *httptest.Server {
 	gate, err := payment.NewGate(payment.GateConfig{
 		PublicURL: publicURL, Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: common.HexToAddress(usdc), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
-		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
-	}, gateway.PaidRoutes(cat), nil, refusingLedger{}, nil, slog.New(slog.DiscardHandler))
+		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, Schemes: []payment.Scheme{challengeOnly(t)},
+	}, gateway.PaidRoutes(cat), nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestChallengeDescribesOperation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := payment.DecodeHeader(base64.StdEncoding.EncodeToString(echo), 2); err != nil {
+			if _, err := exact.DecodeHeader(base64.StdEncoding.EncodeToString(echo), 2); err != nil {
 				t.Errorf("a v2 payment echoing the extension is refused: %v", err)
 			}
 

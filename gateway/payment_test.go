@@ -14,11 +14,23 @@ import (
 
 	"github.com/tollgate/tollgate/gateway"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service/catalog"
 )
 
 // refusingLedger is enough for challenges, which never reach the ledger.
-type refusingLedger struct{ payment.Ledger }
+type refusingLedger struct{ exact.Ledger }
+
+// challengeOnly is exact's server side for gates that are only asked
+// for challenges: its facilitator and ledger are never reached.
+func challengeOnly(t *testing.T) payment.Scheme {
+	t.Helper()
+	s, err := exact.NewServer(exact.ServerConfig{SettleTimeout: time.Second}, exact.NewRemote(nil), refusingLedger{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // TestChallengeMatchesOpenAPI puts the real gate, with the catalog's routes
 // and prices, in front of the gateway: every paid path answers an unpaid
@@ -33,8 +45,8 @@ func TestChallengeMatchesOpenAPI(t *testing.T) {
 	gate, err := payment.NewGate(payment.GateConfig{
 		PublicURL: publicURL, Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
-		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
-	}, gateway.PaidRoutes(cat), nil, refusingLedger{}, nil, slog.New(slog.DiscardHandler))
+		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, Schemes: []payment.Scheme{challengeOnly(t)},
+	}, gateway.PaidRoutes(cat), nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/ethereum/go-ethereum/common"
 )
 
 // ClientConfig configures the remote facilitator client.
@@ -42,18 +40,17 @@ func (c ClientConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Client asks a remote facilitator over the standard x402 HTTP API
-// (POST /verify, POST /settle). It decodes strictly (a reply without
-// isValid or success is an error, not a "no"), never retries a settle,
-// and bounds every request.
+// Client is the transport to a remote facilitator over the standard
+// x402 HTTP API (POST /verify, POST /settle) that every scheme's remote
+// facilitator (exact.Remote, batch.Remote) speaks through: it decodes
+// strictly (a reply without its verdict field is an error, not a "no"),
+// never retries, authenticates and bounds every request.
 type Client struct {
 	cfg   ClientConfig
 	base  string
 	httpc *http.Client
 	auth  func(method, rawURL string) (string, error) // Authorization header, or ""
 }
-
-var _ Facilitator = (*Client)(nil)
 
 // NewClient returns a facilitator client; it does no I/O.
 func NewClient(cfg ClientConfig, httpc *http.Client) (*Client, error) {
@@ -74,79 +71,9 @@ func NewClient(cfg ClientConfig, httpc *http.Client) (*Client, error) {
 	return c, nil
 }
 
-type facilitatorRequest struct {
-	X402Version         int             `json:"x402Version"`
-	PaymentPayload      json.RawMessage `json:"paymentPayload"`
-	PaymentRequirements any             `json:"paymentRequirements"`
-}
-
-// requirementsFor returns r in the payment's protocol version.
-func requirementsFor(p *Payment, r *Requirement) any {
-	if p.Version == 1 {
-		return RequirementsV1{
-			Scheme: "exact", Network: r.NetworkV1, MaxAmountRequired: r.Amount.String(), Resource: r.Resource,
-			Description: r.Description, MimeType: r.MimeType, PayTo: r.PayTo.Hex(), MaxTimeoutSeconds: r.MaxTimeout,
-			Asset: r.Asset.Hex(), Extra: Extra{Name: r.AssetName, Version: r.AssetVersion}, OutputSchema: map[string]any{},
-		}
-	}
-	return r.V2()
-}
-
-// Verify implements Facilitator.
-func (c *Client) Verify(ctx context.Context, p *Payment, r *Requirement) (Verification, error) {
-	var out struct {
-		IsValid        *bool  `json:"isValid"`
-		InvalidReason  string `json:"invalidReason"`
-		InvalidMessage string `json:"invalidMessage"`
-		Payer          string `json:"payer"`
-	}
-	if err := c.post(ctx, "verify", p, r, &out, func() bool { return out.IsValid != nil }); err != nil {
-		return Verification{}, err
-	}
-	v := Verification{Valid: *out.IsValid, Reason: out.InvalidReason, Message: out.InvalidMessage, Payer: p.Authorization.From}
-	if !v.Valid && v.Reason == "" {
-		v.Reason = ReasonUnexpectedVerify
-	}
-	return v, nil
-}
-
-// Settle implements Facilitator. It is never retried: a settle that may
-// have been broadcast must not be sent twice.
-func (c *Client) Settle(ctx context.Context, p *Payment, r *Requirement) (Settlement, error) {
-	var out struct {
-		Success      *bool  `json:"success"`
-		ErrorReason  string `json:"errorReason"`
-		ErrorMessage string `json:"errorMessage"`
-		Transaction  string `json:"transaction"`
-		Payer        string `json:"payer"`
-	}
-	if err := c.post(ctx, "settle", p, r, &out, func() bool { return out.Success != nil }); err != nil {
-		return Settlement{}, err
-	}
-	s := Settlement{Success: *out.Success, Reason: out.ErrorReason, Message: out.ErrorMessage, Payer: p.Authorization.From}
-	if out.Transaction != "" {
-		s.Tx = common.HexToHash(out.Transaction)
-	}
-	if !s.Success && s.Reason == ReasonSettlementPending && out.Transaction != "" {
-		s.Pending = true
-	}
-	if s.Success && out.Transaction == "" {
-		return Settlement{}, &FacilitatorError{Op: "settle", Err: errors.New("success without a transaction")}
-	}
-	return s, nil
-}
-
-// post sends one request and decodes the reply into out. A reply counts
-// as an outcome when decoded() says its verdict field is present, whatever
-// the status (facilitators differ); anything else is a FacilitatorError.
-func (c *Client) post(ctx context.Context, op string, p *Payment, r *Requirement, out any, decoded func() bool) error {
-	return c.Post(ctx, op, facilitatorRequest{X402Version: p.Version, PaymentPayload: p.Raw, PaymentRequirements: requirementsFor(p, r)}, out, decoded)
-}
-
 // Post sends body as JSON to the facilitator's op endpoint (POST /verify,
 // POST /settle) and decodes the reply into out, with the client's
-// timeout, authentication and error handling: the transport a scheme's
-// facilitator client (batch.Remote) shares with exact's. A reply counts as
+// timeout, authentication and error handling. A reply counts as
 // an answer when decoded() says its verdict field is present, whatever the
 // status; anything else is a *FacilitatorError.
 func (c *Client) Post(ctx context.Context, op string, body, out any, decoded func() bool) error {

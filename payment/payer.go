@@ -2,28 +2,21 @@ package payment
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
 )
 
-// Payer is an x402 client with an EOA key: it answers a 402 by signing an
-// EIP-3009 authorization for the first exact-scheme requirement and
-// retrying. It backs `tollgate pay` and the tests.
+// Payer is an x402 client: it answers a 402 with the first of its
+// scheme clients the 402 offers (exact.Payer signs EIP-3009
+// authorizations, batch.Session vouchers) and retries. It backs `tollgate
+// pay` and the tests.
 type Payer struct {
-	Key     *ecdsa.PrivateKey
 	HTTP    *http.Client
 	Version int // 1 or 2
 	// Networks maps x402 v1 network names to chain ids.
@@ -31,25 +24,46 @@ type Payer struct {
 	// MaxAmount caps what one call may cost, in the asset's atomic units;
 	// a 402 asking more is refused, not paid.
 	MaxAmount *big.Int
-	// Scheme, when set, pays v2 402s that offer it instead of exact
-	// (batch.Session is one); a 402 without it is paid with exact.
-	Scheme SchemeClient
+	// Schemes pay, in order of preference.
+	Schemes []SchemeClient
 }
 
-// SchemeClient pays one x402 scheme other than exact for a Payer: it
-// signs, reads the settlement of what it paid, and recovers from a 402
-// refusing its payment.
+// Offer is one accepts entry of a 402 that a scheme client is asked to
+// pay.
+type Offer struct {
+	Version int // x402 version
+	// Entry is the accepts entry; a v1 entry is read into its v2 form
+	// (Amount is maxAmountRequired).
+	Entry RequirementsV2
+	// Resource is what a v2 402 names; nil for v1.
+	Resource *ResourceV2
+	ChainID  int64
+	// NetworkV1 is the v1 entry's network name; empty for v2.
+	NetworkV1 string
+}
+
+// SchemeClient pays one x402 scheme for a Payer: it signs, reads the
+// settlement of what it paid, and recovers from a 402 refusing its
+// payment.
 type SchemeClient interface {
 	// Name is the scheme's name in accepts entries.
 	Name() string
-	// Pay returns the PAYMENT-SIGNATURE value paying entry (on chain
-	// chainID) for resource.
-	Pay(entry RequirementsV2, resource *ResourceV2, chainID int64) (string, error)
+	// Pay signs a payment of o.
+	Pay(o Offer) (SignedPayment, error)
 	// Paid reads a paid answer's settlement.
-	Paid(entry RequirementsV2, s SettleResponse) error
-	// Recover reads the 402 that refused a payment; true: sign again and
-	// retry (once).
+	Paid(o Offer, s SettleResponse) error
+	// Recover reads the (v2) 402 that refused a payment; true: sign again
+	// and retry (once).
 	Recover(refused RequiredV2) bool
+}
+
+// SignedPayment is a signed payment header: one payment, which may be sent
+// more than once (a retry) and to more than one server.
+type SignedPayment struct {
+	Header, Value string
+	// ID identifies the payment to its payer (exact: the authorization's
+	// nonce, 0x-hex); empty when the scheme has none.
+	ID string
 }
 
 // Get fetches url, paying if the server asks.
@@ -61,52 +75,26 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 	if first.status != http.StatusPaymentRequired {
 		return &PaidResult{Status: first.status, Body: first.body}, nil
 	}
-	if p.Scheme != nil && p.Version == 2 {
-		if req, err := requiredV2(first.header); err == nil {
-			for _, e := range req.Accepts {
-				if e.Scheme == p.Scheme.Name() {
-					return p.payScheme(ctx, url, e, &req.Resource)
-				}
-			}
-		}
-	}
-	pay, err := p.sign(first)
+	o, sc, err := p.choose(first, "")
 	if err != nil {
 		return nil, err
 	}
-	return p.Send(ctx, url, pay)
-}
-
-// payScheme pays entry with the payer's SchemeClient, retrying once
-// when the client recovers from the 402 that refused its payment.
-func (p *Payer) payScheme(ctx context.Context, url string, entry RequirementsV2, resource *ResourceV2) (*PaidResult, error) {
-	amount, ok := new(big.Int).SetString(entry.Amount, 10)
-	if !ok {
-		return nil, fmt.Errorf("pay: amount %q is not an integer", entry.Amount)
-	}
-	if p.MaxAmount != nil && amount.Cmp(p.MaxAmount) > 0 {
-		return nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", amount, p.MaxAmount)
-	}
-	chainID, err := strconv.ParseInt(strings.TrimPrefix(entry.Network, "eip155:"), 10, 64)
-	if err != nil || !strings.HasPrefix(entry.Network, "eip155:") {
-		return nil, fmt.Errorf("pay: network %q is not an EVM chain", entry.Network)
-	}
 	for attempt := 0; ; attempt++ {
-		value, err := p.Scheme.Pay(entry, resource, chainID)
+		pay, err := sc.Pay(o)
 		if err != nil {
 			return nil, err
 		}
-		res, err := p.Send(ctx, url, SignedPayment{Header: HeaderPaymentV2, Value: value})
+		res, err := p.Send(ctx, url, pay)
 		if err != nil {
 			return nil, err
 		}
-		if res.Status == http.StatusPaymentRequired && attempt == 0 && res.Settlement == nil {
-			if req, err := requiredV2(res.header); err == nil && p.Scheme.Recover(req) {
+		if res.Status == http.StatusPaymentRequired && attempt == 0 && res.Settlement == nil && o.Version == 2 {
+			if req, err := requiredV2(res.header); err == nil && sc.Recover(req) {
 				continue
 			}
 		}
 		if res.Status == http.StatusOK && res.Settlement != nil {
-			if err := p.Scheme.Paid(entry, *res.Settlement); err != nil {
+			if err := sc.Paid(o, *res.Settlement); err != nil {
 				return res, err
 			}
 		}
@@ -114,26 +102,105 @@ func (p *Payer) payScheme(ctx context.Context, url string, entry RequirementsV2,
 	}
 }
 
-// Offer asks url for its 402 and returns its v2 accepts entry of scheme,
-// with the resource it names.
-func (p *Payer) Offer(ctx context.Context, url, scheme string) (RequirementsV2, *ResourceV2, error) {
+// Sign fetches url, which must answer 402, and signs a payment for it
+// without sending it.
+func (p *Payer) Sign(ctx context.Context, url string) (SignedPayment, error) {
 	first, err := p.do(ctx, url, "", "")
 	if err != nil {
-		return RequirementsV2{}, nil, err
+		return SignedPayment{}, err
 	}
 	if first.status != http.StatusPaymentRequired {
-		return RequirementsV2{}, nil, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
+		return SignedPayment{}, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
 	}
-	req, err := requiredV2(first.header)
+	o, sc, err := p.choose(first, "")
 	if err != nil {
-		return RequirementsV2{}, nil, err
+		return SignedPayment{}, err
 	}
-	for _, e := range req.Accepts {
-		if e.Scheme == scheme {
-			return e, &req.Resource, nil
+	return sc.Pay(o)
+}
+
+// Offer asks url for its 402 and returns its offer of scheme.
+func (p *Payer) Offer(ctx context.Context, url, scheme string) (Offer, error) {
+	first, err := p.do(ctx, url, "", "")
+	if err != nil {
+		return Offer{}, err
+	}
+	if first.status != http.StatusPaymentRequired {
+		return Offer{}, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
+	}
+	offers, err := p.offers(first)
+	if err != nil {
+		return Offer{}, err
+	}
+	for _, o := range offers {
+		if o.Entry.Scheme == scheme {
+			return o, nil
 		}
 	}
-	return RequirementsV2{}, nil, fmt.Errorf("pay: %s does not offer the %s scheme", url, scheme)
+	return Offer{}, fmt.Errorf("pay: %s does not offer the %s scheme", url, scheme)
+}
+
+// choose picks the offer of the payer's most preferred scheme client
+// that the 402 offers (of scheme only, when it is not empty), within
+// MaxAmount.
+func (p *Payer) choose(r *response, scheme string) (Offer, SchemeClient, error) {
+	offers, err := p.offers(r)
+	if err != nil {
+		return Offer{}, nil, err
+	}
+	for _, sc := range p.Schemes {
+		if scheme != "" && sc.Name() != scheme {
+			continue
+		}
+		for _, o := range offers {
+			if o.Entry.Scheme != sc.Name() {
+				continue
+			}
+			amount, ok := new(big.Int).SetString(o.Entry.Amount, 10)
+			if !ok {
+				return Offer{}, nil, fmt.Errorf("pay: amount %q is not an integer", o.Entry.Amount)
+			}
+			if p.MaxAmount != nil && amount.Cmp(p.MaxAmount) > 0 {
+				return Offer{}, nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", amount, p.MaxAmount)
+			}
+			return o, sc, nil
+		}
+	}
+	names := make([]string, 0, len(p.Schemes))
+	for _, sc := range p.Schemes {
+		names = append(names, sc.Name())
+	}
+	return Offer{}, nil, fmt.Errorf("pay: the 402 offers none of the schemes %v on an EVM network this payer knows", names)
+}
+
+// offers reads a 402's EVM accepts entries, from the v2 header or the v1
+// body according to the payer's version.
+func (p *Payer) offers(r *response) ([]Offer, error) {
+	var out []Offer
+	if p.Version == 1 {
+		var body RequiredV1
+		if err := json.Unmarshal(r.body, &body); err != nil {
+			return nil, fmt.Errorf("pay: 402 body: %w", err)
+		}
+		for _, a := range body.Accepts {
+			if id, ok := p.Networks[a.Network]; ok {
+				out = append(out, Offer{Version: 1, ChainID: id, NetworkV1: a.Network, Entry: RequirementsV2{Scheme: a.Scheme, Network: a.Network,
+					Amount: a.MaxAmountRequired, Asset: a.Asset, PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra}})
+			}
+		}
+		return out, nil
+	}
+	req, err := requiredV2(r.header)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range req.Accepts {
+		id, err := strconv.ParseInt(strings.TrimPrefix(a.Network, "eip155:"), 10, 64)
+		if strings.HasPrefix(a.Network, "eip155:") && err == nil {
+			out = append(out, Offer{Version: 2, Entry: a, Resource: &req.Resource, ChainID: id})
+		}
+	}
+	return out, nil
 }
 
 // requiredV2 decodes a 402's PAYMENT-REQUIRED header.
@@ -147,26 +214,6 @@ func requiredV2(h http.Header) (RequiredV2, error) {
 		return req, fmt.Errorf("pay: %s header: %w", HeaderPaymentRequired, err)
 	}
 	return req, nil
-}
-
-// SignedPayment is a signed payment header: one payment, which may be sent
-// more than once (a retry) and to more than one server.
-type SignedPayment struct {
-	Header, Value string
-	Authorization Authorization // what Value carries
-}
-
-// Sign fetches url, which must answer 402, and signs a payment for it
-// without sending it.
-func (p *Payer) Sign(ctx context.Context, url string) (SignedPayment, error) {
-	first, err := p.do(ctx, url, "", "")
-	if err != nil {
-		return SignedPayment{}, err
-	}
-	if first.status != http.StatusPaymentRequired {
-		return SignedPayment{}, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
-	}
-	return p.sign(first)
 }
 
 // Send GETs url with pay and returns the answer and its settlement.
@@ -186,50 +233,6 @@ func (p *Payer) Send(ctx context.Context, url string, pay SignedPayment) (*PaidR
 		}
 	}
 	return out, nil
-}
-
-// sign answers the 402 first with a signed EIP-3009 authorization.
-func (p *Payer) sign(first *response) (SignedPayment, error) {
-	req, chainID, networkV1, err := p.requirement(first)
-	if err != nil {
-		return SignedPayment{}, err
-	}
-	return p.Authorize(req, chainID, networkV1)
-}
-
-// Authorize signs a payment of req, an exact-scheme requirement on chain
-// chainID (networkV1 names that network in a v1 payment), with a fresh
-// random nonce, valid for req's maxTimeoutSeconds.
-func (p *Payer) Authorize(req RequirementsV2, chainID int64, networkV1 string) (SignedPayment, error) {
-	a := Authorization{
-		From:        crypto.PubkeyToAddress(p.Key.PublicKey),
-		To:          common.HexToAddress(req.PayTo),
-		ValidAfter:  big.NewInt(time.Now().Add(-10 * time.Minute).Unix()),
-		ValidBefore: big.NewInt(time.Now().Add(time.Duration(req.MaxTimeoutSeconds) * time.Second).Unix()),
-	}
-	var ok bool
-	if a.Value, ok = new(big.Int).SetString(req.Amount, 10); !ok {
-		return SignedPayment{}, fmt.Errorf("pay: amount %q is not an integer", req.Amount)
-	}
-	if p.MaxAmount != nil && a.Value.Cmp(p.MaxAmount) > 0 {
-		return SignedPayment{}, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", a.Value, p.MaxAmount)
-	}
-	if _, err := rand.Read(a.Nonce[:]); err != nil {
-		return SignedPayment{}, err
-	}
-	d := Domain{Name: req.Extra.Name, Version: req.Extra.Version, ChainID: big.NewInt(chainID), VerifyingContract: common.HexToAddress(req.Asset)}
-	sig, err := d.Sign(a, p.Key)
-	if err != nil {
-		return SignedPayment{}, err
-	}
-	value, err := EncodePayment(p.Version, req, networkV1, a, sig)
-	if err != nil {
-		return SignedPayment{}, err
-	}
-	if p.Version == 1 {
-		return SignedPayment{Header: HeaderPaymentV1, Value: value, Authorization: a}, nil
-	}
-	return SignedPayment{Header: HeaderPaymentV2, Value: value, Authorization: a}, nil
 }
 
 // PaidResult is the outcome of Payer.Get.
@@ -265,35 +268,4 @@ func (p *Payer) do(ctx context.Context, url, header, value string) (*response, e
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	return &response{status: resp.StatusCode, header: resp.Header, body: body}, err
-}
-
-// requirement picks the exact-scheme requirement of a 402, from the v2
-// header or the v1 body according to the payer's version.
-func (p *Payer) requirement(r *response) (RequirementsV2, int64, string, error) {
-	if p.Version == 1 {
-		var body RequiredV1
-		if err := json.Unmarshal(r.body, &body); err != nil {
-			return RequirementsV2{}, 0, "", fmt.Errorf("pay: 402 body: %w", err)
-		}
-		for _, a := range body.Accepts {
-			id, ok := p.Networks[a.Network]
-			if a.Scheme != "exact" || !ok {
-				continue
-			}
-			return RequirementsV2{Scheme: a.Scheme, Network: a.Network, Amount: a.MaxAmountRequired, Asset: a.Asset,
-				PayTo: a.PayTo, MaxTimeoutSeconds: a.MaxTimeoutSeconds, Extra: a.Extra}, id, a.Network, nil
-		}
-		return RequirementsV2{}, 0, "", errors.New("pay: no exact requirement on a known v1 network")
-	}
-	req, err := requiredV2(r.header)
-	if err != nil {
-		return RequirementsV2{}, 0, "", err
-	}
-	for _, a := range req.Accepts {
-		id, err := strconv.ParseInt(strings.TrimPrefix(a.Network, "eip155:"), 10, 64)
-		if a.Scheme == "exact" && strings.HasPrefix(a.Network, "eip155:") && err == nil {
-			return a, id, "", nil
-		}
-	}
-	return RequirementsV2{}, 0, "", errors.New("pay: no exact EVM requirement")
 }

@@ -9,14 +9,13 @@ import (
 	"time"
 )
 
-// Scheme is an x402 scheme the gate offers beside exact (whose serving
-// the gate holds itself): batch.Server is one. The gate writes the
-// scheme's accepts entry in every v2 challenge and hands it the v2
-// payments that chose it, once the envelope matched the route (network,
-// asset, payTo, amount and resource); the scheme checks its own payload,
-// runs the handler through the Exchange and answers. Schemes are offered
-// to v2 clients only: the v1 body keeps exact alone, as v1 clients
-// validate every entry as exact.
+// Scheme is one x402 scheme the gate offers (exact.Server and
+// batch.Server are two). The gate writes the scheme's accepts entry in
+// every v2 challenge and hands it the payments that chose it, once the
+// envelope matched the route (network, and for v2 asset, payTo, amount
+// and resource); the scheme checks its own payload, runs the handler
+// through the Exchange and answers. A scheme is offered to v1 clients
+// too when it implements V1Scheme.
 type Scheme interface {
 	// Name is the x402 scheme name: the accepts entry's scheme.
 	Name() string
@@ -26,9 +25,26 @@ type Scheme interface {
 	Serve(x *Exchange)
 }
 
-// Envelope is a v2 PaymentPayload with its scheme's payload left as JSON.
+// V1Scheme is a Scheme x402 v1 clients may pay: its entry is written in
+// the v1 body of every challenge, and v1 payments naming it are its.
+// Only exact is: v1 clients validate every entry they are offered as
+// exact's.
+type V1Scheme interface {
+	Scheme
+	// AcceptsV1 is the scheme's v1 accepts entry for req (the gate adds
+	// the outputSchema).
+	AcceptsV1(req *Requirement) RequirementsV1
+}
+
+// Envelope is a PaymentPayload with its scheme's payload left as JSON.
 type Envelope struct {
+	// Version is the x402 version, 1 or 2.
+	Version int
+	// Accepted is what a v2 payment accepted; for v1 only its Scheme and
+	// Network are set, from the payload's own fields.
 	Accepted RequirementsV2
+	// Resource is the v2 payload's resource (clients copy it from the
+	// PAYMENT-REQUIRED they were answered), nil when it names none.
 	Resource *ResourceV2
 	Payload  json.RawMessage
 	// Raw is the whole PaymentPayload, passed on to a remote facilitator.
@@ -37,8 +53,9 @@ type Envelope struct {
 
 // Exchange is one paid request handed to a Scheme: what was asked, what
 // was presented, and the gate's ways of answering. Exactly one of
-// Challenge, Refuse, Deliver or Answer must be called, or Run's
-// failure written with WriteFailure.
+// Challenge, Refuse, Fail, Deliver, Replay or Answer must be called, or
+// Run's failure written with WriteFailure. Settlement headers are
+// written in the payment's protocol version.
 type Exchange struct {
 	Request     *http.Request
 	Requirement *Requirement
@@ -60,6 +77,12 @@ func (r *Response) Status() int { return r.buf.status }
 // a response is never charged for.
 func (r *Response) Failed() bool { return r.buf.status >= http.StatusBadRequest }
 
+// Body is the response's body.
+func (r *Response) Body() []byte { return r.buf.body.Bytes() }
+
+// ContentType is the response's Content-Type.
+func (r *Response) ContentType() string { return r.buf.header.Get("Content-Type") }
+
 // Verified tells the funnel the payment verified and the handler runs.
 func (x *Exchange) Verified() { x.g.obs.Verified(x.Requirement.Operation) }
 
@@ -80,7 +103,7 @@ func (x *Exchange) WriteFailure(r *Response) { r.buf.writeTo(x.w) }
 func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV2, settlement *SettleResponse) {
 	req := x.Requirement
 	if settlement != nil {
-		setSettlementHeader(x.w, 2, req, *settlement)
+		setSettlementHeader(x.w, x.Envelope.Version, req, *settlement)
 		x.g.obs.SettleFailed(req.Operation, reason)
 	} else {
 		x.g.obs.Refused(req.Operation, reason)
@@ -97,26 +120,44 @@ func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV
 	x.g.writeObjects(x.w, v1, v2)
 }
 
-// Refuse answers with a JSON error and status (an unavailable store or
-// facilitator): nothing was charged.
+// Refuse answers with a JSON error and status (a malformed payload, an
+// unavailable store or facilitator): nothing was charged.
 func (x *Exchange) Refuse(status int, code, message string) {
-	x.g.refuseJSON(x.w, x.Requirement, status, code, message)
+	x.g.obs.Refused(x.Requirement.Operation, code)
+	writeJSONError(x.w, status, code, message)
+}
+
+// Fail answers a verified payment whose settlement failed or is not
+// established with a JSON error and status.
+func (x *Exchange) Fail(status int, code, message string) {
+	x.g.obs.SettleFailed(x.Requirement.Operation, code)
+	writeJSONError(x.w, status, code, message)
 }
 
 // Deliver writes the handler's answer with its settlement header: the
-// payment of amount (atomic units) settled, took after the handler.
+// payment of amount (atomic units) settled, took after the handler (0:
+// settled earlier).
 func (x *Exchange) Deliver(r *Response, s SettleResponse, amount *big.Int, took time.Duration) {
 	x.g.obs.Settled(x.Requirement.Operation, x.g.usd(amount), took)
 	s.Success = true
-	setSettlementHeader(x.w, 2, x.Requirement, s)
+	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
 	writePaid(x.w, r.buf.header, "", r.buf.status, r.buf.body.Bytes())
+}
+
+// Replay writes an answer already delivered and counted once (a retry of
+// the same payment answered from the scheme's records): status 200, the
+// stored body and content type, the settlement header.
+func (x *Exchange) Replay(contentType string, body []byte, s SettleResponse) {
+	s.Success = true
+	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
+	writePaid(x.w, nil, contentType, http.StatusOK, body)
 }
 
 // Answer writes a JSON body with a settlement header, the handler
 // skipped (a cooperative refund's acknowledgment).
 func (x *Exchange) Answer(body any, s SettleResponse) {
 	s.Success = true
-	setSettlementHeader(x.w, 2, x.Requirement, s)
+	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
 	b, _ := json.Marshal(body)
 	writePaid(x.w, nil, "application/json", http.StatusOK, b)
 }

@@ -3,14 +3,9 @@ package payment
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
-
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/hexutil"
 )
 
 // Header names of x402 v1 and v2.
@@ -159,21 +154,6 @@ type RequiredV2 struct {
 	Extensions  map[string]any   `json:"extensions,omitempty"`
 }
 
-// wireAuthorization is the EIP-3009 authorization as JSON strings.
-type wireAuthorization struct {
-	From        string `json:"from"`
-	To          string `json:"to"`
-	Value       string `json:"value"`
-	ValidAfter  string `json:"validAfter"`
-	ValidBefore string `json:"validBefore"`
-	Nonce       string `json:"nonce"`
-}
-
-type wireExactPayload struct {
-	Signature     string            `json:"signature"`
-	Authorization wireAuthorization `json:"authorization"`
-}
-
 // wirePayload is a PaymentPayload of either version; pointers tell a
 // missing field from a zero one. The payload is the scheme's.
 type wirePayload struct {
@@ -183,32 +163,6 @@ type wirePayload struct {
 	Accepted    *RequirementsV2 `json:"accepted"` // v2
 	Resource    *ResourceV2     `json:"resource"` // v2, optional
 	Payload     json.RawMessage `json:"payload"`
-}
-
-// Payment is a decoded exact payment, whichever protocol version carried it.
-type Payment struct {
-	Version  int
-	Scheme   string
-	Network  string // as sent: "base" (v1) or "eip155:8453" (v2)
-	Accepted *RequirementsV2
-	// Resource is the v2 payload's resource (copied by clients from the
-	// PAYMENT-REQUIRED they were answered), or nil when it names none.
-	Resource      *ResourceV2
-	Authorization Authorization
-	Signature     []byte
-	// Raw is the decoded PaymentPayload JSON, passed on to a remote facilitator.
-	Raw json.RawMessage
-}
-
-// DecodeHeader decodes an exact payment header: base64 (standard, raw or
-// URL, as clients differ) of a PaymentPayload JSON. Errors are
-// *VerifyError with code invalid_payload.
-func DecodeHeader(value string, version int) (*Payment, error) {
-	raw, err := decodeBase64(value)
-	if err != nil {
-		return nil, err
-	}
-	return DecodePayload(raw, version)
 }
 
 // decodeBase64 undoes a payment header's base64, whichever alphabet and
@@ -226,9 +180,20 @@ func decodeBase64(value string) ([]byte, error) {
 	return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not base64"}
 }
 
-// decodeEnvelope decodes a PaymentPayload of the given version, leaving
-// its scheme's payload as JSON.
-func decodeEnvelope(raw []byte, version int) (*wirePayload, error) {
+// DecodeEnvelope decodes a payment header of the given version: base64
+// (standard, raw or URL, as clients differ) of a PaymentPayload JSON,
+// its scheme's payload left as JSON. Errors are *VerifyError.
+func DecodeEnvelope(value string, version int) (*Envelope, error) {
+	raw, err := decodeBase64(value)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnvelope(raw, version)
+}
+
+// ParseEnvelope decodes a PaymentPayload JSON of the given version,
+// leaving its scheme's payload as JSON.
+func ParseEnvelope(raw []byte, version int) (*Envelope, error) {
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not a JSON PaymentPayload: " + err.Error()}
@@ -243,43 +208,13 @@ func decodeEnvelope(raw []byte, version int) (*wirePayload, error) {
 	case version == 2 && w.Accepted == nil:
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "accepted is missing"}
 	}
+	env := &Envelope{Version: version, Payload: w.Payload, Raw: raw}
 	if version == 2 {
-		w.Scheme, w.Network = w.Accepted.Scheme, w.Accepted.Network
+		env.Accepted, env.Resource = *w.Accepted, w.Resource
 	} else {
-		w.Resource = nil
+		env.Accepted = RequirementsV2{Scheme: w.Scheme, Network: w.Network}
 	}
-	return &w, nil
-}
-
-// DecodePayload decodes an exact PaymentPayload JSON of the given version.
-func DecodePayload(raw []byte, version int) (*Payment, error) {
-	w, err := decodeEnvelope(raw, version)
-	if err != nil {
-		return nil, err
-	}
-	return exactPayment(w, raw)
-}
-
-// exactPayment reads an envelope's payload as exact's: an EIP-3009
-// authorization and its signature.
-func exactPayment(w *wirePayload, raw []byte) (*Payment, error) {
-	var ex wireExactPayload
-	if err := json.Unmarshal(w.Payload, &ex); err != nil {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is not an exact payload: " + err.Error()}
-	}
-	version := *w.X402Version
-	p := &Payment{Version: version, Scheme: w.Scheme, Network: w.Network, Accepted: w.Accepted, Resource: w.Resource, Raw: raw}
-	var err error
-	if p.Authorization, err = parseAuthorization(ex.Authorization); err != nil {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: err.Error()}
-	}
-	if p.Signature, err = hexutil.Decode(ex.Signature); err != nil || len(p.Signature) == 0 {
-		return nil, &VerifyError{Reason: ReasonInvalidSignature, Message: "signature is not 0x-hex"}
-	}
-	if len(p.Signature) == 65 && p.Signature[64] < 27 {
-		p.Signature[64] += 27 // wallets that write v as 0/1: FiatToken wants 27/28
-	}
-	return p, nil
+	return env, nil
 }
 
 func headerOf(version int) string {
@@ -287,30 +222,6 @@ func headerOf(version int) string {
 		return HeaderPaymentV1
 	}
 	return HeaderPaymentV2
-}
-
-func parseAuthorization(w wireAuthorization) (Authorization, error) {
-	var a Authorization
-	if !common.IsHexAddress(w.From) || !common.IsHexAddress(w.To) {
-		return a, errors.New("authorization from/to are not addresses")
-	}
-	a.From, a.To = common.HexToAddress(w.From), common.HexToAddress(w.To)
-	var ok bool
-	for _, f := range []struct {
-		dst  **big.Int
-		text string
-		name string
-	}{{&a.Value, w.Value, "value"}, {&a.ValidAfter, w.ValidAfter, "validAfter"}, {&a.ValidBefore, w.ValidBefore, "validBefore"}} {
-		if *f.dst, ok = new(big.Int).SetString(f.text, 10); !ok || (*f.dst).Sign() < 0 || (*f.dst).BitLen() > 256 {
-			return a, fmt.Errorf("authorization %s %q is not a uint256 decimal", f.name, f.text)
-		}
-	}
-	nonce, err := hexutil.Decode(w.Nonce)
-	if err != nil || len(nonce) != 32 {
-		return a, fmt.Errorf("authorization nonce %q is not 32 bytes of 0x-hex", w.Nonce)
-	}
-	copy(a.Nonce[:], nonce)
-	return a, nil
 }
 
 // EncodeHeader returns base64(JSON(v)), the form of every x402 header.
@@ -333,21 +244,4 @@ type SettleResponse struct {
 	Payer       string `json:"payer"`
 	Amount      string `json:"amount,omitempty"`
 	Extra       any    `json:"extra,omitempty"`
-}
-
-// EncodePayment builds a PaymentPayload header value for a signed
-// authorization: the client side, used by `tollgate pay` and tests.
-func EncodePayment(version int, req RequirementsV2, networkV1 string, a Authorization, sig []byte) (string, error) {
-	payload := map[string]any{
-		"signature": hexutil.Encode(sig),
-		"authorization": wireAuthorization{
-			From: a.From.Hex(), To: a.To.Hex(), Value: a.Value.String(),
-			ValidAfter: a.ValidAfter.String(), ValidBefore: a.ValidBefore.String(),
-			Nonce: hexutil.Encode(a.Nonce[:]),
-		},
-	}
-	if version == 1 {
-		return EncodeHeader(map[string]any{"x402Version": 1, "scheme": req.Scheme, "network": networkV1, "payload": payload})
-	}
-	return EncodeHeader(map[string]any{"x402Version": 2, "accepted": req, "payload": payload})
 }

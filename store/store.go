@@ -1,5 +1,5 @@
 // Package store keeps Tollgate's durable state in SQL: the payment ledger
-// (payment.Ledger), the lanes tape (closes by id), the leases of work one
+// (exact.Ledger), the lanes tape (closes by id), the leases of work one
 // replica does for all and the whale snapshot (lease.go), with other tables as
 // their consumers arrive. One type, [DB], runs on two engines: the
 // embedded SQLite database of one process ([OpenSQLite]) and PostgreSQL,
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service/lanes"
 )
 
@@ -197,7 +198,7 @@ type DB struct {
 // written against it keeps compiling.
 type SQLite = DB
 
-var _ payment.Ledger = (*DB)(nil)
+var _ exact.Ledger = (*DB)(nil)
 
 // Close closes the database.
 func (s *DB) Close() error { return s.db.Close() }
@@ -217,8 +218,8 @@ const whereKey = ` WHERE network = $1 AND asset = $2 AND payer = $3 AND nonce = 
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanRecord(row scanner) (payment.Record, error) {
-	var r payment.Record
+func scanRecord(row scanner) (exact.Record, error) {
+	var r exact.Record
 	var created, updated string
 	err := row.Scan(&r.Network, &r.Asset, &r.Payer, &r.Nonce, &r.Operation, &r.Resource, &r.Amount, &r.PayTo, &r.Version,
 		&r.ValidBefore, &r.State, &r.Tx, &r.Reason, &r.ClaimID, &r.SigHash, &r.Response, &r.ContentType, &created, &updated)
@@ -227,15 +228,15 @@ func scanRecord(row scanner) (payment.Record, error) {
 	return r, err
 }
 
-// Claim implements payment.Ledger, in one transaction: insert the key
+// Claim implements exact.Ledger, in one transaction: insert the key
 // unless it exists, else read it under the engine's write lock and take it
 // over if it may be. Inserting first is what makes one claim win on
 // PostgreSQL too: a concurrent insert of the same key waits for the other
 // transaction and then does nothing, and the locked read sees its row.
-func (s *DB) Claim(ctx context.Context, rec payment.Record, staleBefore time.Time) (payment.Record, error) {
+func (s *DB) Claim(ctx context.Context, rec exact.Record, staleBefore time.Time) (exact.Record, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
 	defer tx.Rollback()
 	now := time.Now().UTC()
@@ -244,76 +245,76 @@ func (s *DB) Claim(ctx context.Context, rec payment.Record, staleBefore time.Tim
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
 		ON CONFLICT (network, asset, payer, nonce) DO NOTHING`,
 		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version,
-		rec.ValidBefore, payment.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
+		rec.ValidBefore, exact.StateVerified, rec.ClaimID, rec.SigHash, now.Format(timeFormat))
 	if err != nil {
-		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 	} else if n == 0 {
 		existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey+s.e.forUpdate, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 		if err != nil {
-			return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+			return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 		}
 		if !takeable(existing, staleBefore) {
-			return existing, payment.ErrClaimed
+			return existing, exact.ErrClaimed
 		}
 		rec.PrevState, rec.PrevTx, rec.CreatedAt = existing.State, existing.Tx, existing.CreatedAt
 		if _, err := tx.ExecContext(ctx, `UPDATE payments SET operation = $1, resource = $2, amount = $3, pay_to = $4, version = $5,
 			valid_before = $6, state = $7, claim_id = $8, sig_hash = $9, reason = '', updated_at = $10
 			WHERE network = $11 AND asset = $12 AND payer = $13 AND nonce = $14`,
-			rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version, rec.ValidBefore, payment.StateVerified, rec.ClaimID,
+			rec.Operation, rec.Resource, rec.Amount, rec.PayTo, rec.Version, rec.ValidBefore, exact.StateVerified, rec.ClaimID,
 			rec.SigHash, now.Format(timeFormat), rec.Network, rec.Asset, rec.Payer, rec.Nonce); err != nil {
-			return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+			return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return payment.Record{}, fmt.Errorf("store: claim: %w", err)
+		return exact.Record{}, fmt.Errorf("store: claim: %w", err)
 	}
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = now
 	}
-	rec.State, rec.UpdatedAt = payment.StateVerified, now
+	rec.State, rec.UpdatedAt = exact.StateVerified, now
 	return rec, nil
 }
 
-func takeable(r payment.Record, staleBefore time.Time) bool {
+func takeable(r exact.Record, staleBefore time.Time) bool {
 	switch r.State {
-	case payment.StateReleased, payment.StateFailed, payment.StatePending:
+	case exact.StateReleased, exact.StateFailed, exact.StatePending:
 		return true
-	case payment.StateVerified:
+	case exact.StateVerified:
 		return r.UpdatedAt.Before(staleBefore)
 	}
 	return false
 }
 
-// Finish implements payment.Ledger.
-func (s *DB) Finish(ctx context.Context, rec payment.Record) error {
-	if rec.State == payment.StateSettled {
+// Finish implements exact.Ledger.
+func (s *DB) Finish(ctx context.Context, rec exact.Record) error {
+	if rec.State == exact.StateSettled {
 		return s.Resolve(ctx, rec)
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
 		WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10 AND claim_id = $11 AND state <> $12`,
 		rec.State, rec.Tx, rec.Reason, rec.Response, rec.ContentType, time.Now().UTC().Format(timeFormat),
-		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.ClaimID, payment.StateSettled)
+		rec.Network, rec.Asset, rec.Payer, rec.Nonce, rec.ClaimID, exact.StateSettled)
 	if err != nil {
 		return fmt.Errorf("store: finish: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return payment.ErrLostClaim
+		return exact.ErrLostClaim
 	}
 	return nil
 }
 
-// Resolve implements payment.Ledger. A settlement adds to the running
+// Resolve implements exact.Ledger. A settlement adds to the running
 // totals in the same transaction, once.
-func (s *DB) Resolve(ctx context.Context, rec payment.Record) error {
+func (s *DB) Resolve(ctx context.Context, rec exact.Record) error {
 	switch rec.State {
-	case payment.StateSettled:
+	case exact.StateSettled:
 		if !isTxHash(rec.Tx) {
 			return fmt.Errorf("store: settled payment with transaction %q: a settlement needs its real transaction hash", rec.Tx)
 		}
-	case payment.StateFailed:
+	case exact.StateFailed:
 	default:
 		return fmt.Errorf("store: resolve to %q: only settled or failed", rec.State)
 	}
@@ -325,29 +326,29 @@ func (s *DB) Resolve(ctx context.Context, rec payment.Record) error {
 	existing, err := scanRecord(tx.QueryRowContext(ctx, selectPayment+whereKey+s.e.forUpdate, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return payment.ErrLostClaim
+		return exact.ErrLostClaim
 	case err != nil:
 		return fmt.Errorf("store: resolve: %w", err)
 	}
 	now := time.Now().UTC().Format(timeFormat)
 	switch {
-	case existing.State == payment.StateSettled && rec.State == payment.StateSettled:
+	case existing.State == exact.StateSettled && rec.State == exact.StateSettled:
 		if !strings.EqualFold(existing.Tx, rec.Tx) {
 			return fmt.Errorf("store: payment already settled by %s, not %s", existing.Tx, rec.Tx)
 		}
 		switch {
 		case existing.Response != nil && rec.Response != nil && !bytes.Equal(existing.Response, rec.Response):
-			return payment.ErrAnswered // the first response stays the answer
+			return exact.ErrAnswered // the first response stays the answer
 		case existing.Response != nil || rec.Response == nil:
 			return nil // recorded already
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE payments SET response = $1, content_type = $2, updated_at = $3
 			WHERE network = $4 AND asset = $5 AND payer = $6 AND nonce = $7`,
 			rec.Response, rec.ContentType, now, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
-	case existing.State == payment.StateSettled:
-		return payment.ErrLostClaim
-	case rec.State == payment.StateFailed && existing.State != payment.StateVerified && existing.State != payment.StatePending:
-		return payment.ErrLostClaim
+	case existing.State == exact.StateSettled:
+		return exact.ErrLostClaim
+	case rec.State == exact.StateFailed && existing.State != exact.StateVerified && existing.State != exact.StatePending:
+		return exact.ErrLostClaim
 	default:
 		response, contentType := rec.Response, rec.ContentType
 		if response == nil {
@@ -356,7 +357,7 @@ func (s *DB) Resolve(ctx context.Context, rec payment.Record) error {
 		_, err = tx.ExecContext(ctx, `UPDATE payments SET state = $1, tx = $2, reason = $3, response = $4, content_type = $5, updated_at = $6
 			WHERE network = $7 AND asset = $8 AND payer = $9 AND nonce = $10`,
 			rec.State, rec.Tx, rec.Reason, response, contentType, now, rec.Network, rec.Asset, rec.Payer, rec.Nonce)
-		if err == nil && rec.State == payment.StateSettled {
+		if err == nil && rec.State == exact.StateSettled {
 			err = s.addPaid(ctx, tx, existing.Operation, existing.Amount)
 		}
 	}
@@ -400,20 +401,20 @@ func isTxHash(s string) bool {
 	return err == nil && !bytes.Equal(b, make([]byte, 32))
 }
 
-// Lookup implements payment.Ledger.
-func (s *DB) Lookup(ctx context.Context, rec payment.Record) (payment.Record, error) {
+// Lookup implements exact.Ledger.
+func (s *DB) Lookup(ctx context.Context, rec exact.Record) (exact.Record, error) {
 	r, err := scanRecord(s.db.QueryRowContext(ctx, selectPayment+whereKey, rec.Network, rec.Asset, rec.Payer, rec.Nonce))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, payment.ErrNotFound
+		return r, exact.ErrNotFound
 	}
 	return r, err
 }
 
 // Unresolved returns up to limit payments still verified or pending and
 // last updated before before, oldest first: the reconciler's work.
-func (s *DB) Unresolved(ctx context.Context, before time.Time, limit int) ([]payment.Record, error) {
+func (s *DB) Unresolved(ctx context.Context, before time.Time, limit int) ([]exact.Record, error) {
 	return s.query(ctx, selectPayment+` WHERE state IN ($1, $2) AND updated_at < $3 ORDER BY created_at LIMIT $4`,
-		payment.StateVerified, payment.StatePending, before.UTC().Format(timeFormat), limit)
+		exact.StateVerified, exact.StatePending, before.UTC().Format(timeFormat), limit)
 }
 
 // UnresolvedSummary counts the payments still verified or pending and
@@ -421,7 +422,7 @@ func (s *DB) Unresolved(ctx context.Context, before time.Time, limit int) ([]pay
 func (s *DB) UnresolvedSummary(ctx context.Context) (count int, oldest time.Time, err error) {
 	var first sql.NullString
 	err = s.db.QueryRowContext(ctx, `SELECT COUNT(*), MIN(created_at) FROM payments WHERE state IN ($1, $2)`,
-		payment.StateVerified, payment.StatePending).Scan(&count, &first)
+		exact.StateVerified, exact.StatePending).Scan(&count, &first)
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("store: unresolved: %w", err)
 	}
@@ -431,13 +432,13 @@ func (s *DB) UnresolvedSummary(ctx context.Context) (count int, oldest time.Time
 	return count, oldest, nil
 }
 
-func (s *DB) query(ctx context.Context, q string, args ...any) ([]payment.Record, error) {
+func (s *DB) query(ctx context.Context, q string, args ...any) ([]exact.Record, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []payment.Record
+	var out []exact.Record
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
@@ -455,7 +456,7 @@ func orZero(s string) string {
 	return s
 }
 
-// Totals implements payment.Ledger from the running totals.
+// Totals implements exact.Ledger from the running totals.
 func (s *DB) Totals(ctx context.Context) (map[string]payment.Totals, error) {
 	out := map[string]payment.Totals{}
 	rows, err := s.db.QueryContext(ctx, `SELECT operation, count, amount FROM paid_totals`)
@@ -492,7 +493,7 @@ func (s *DB) Totals(ctx context.Context) (map[string]payment.Totals, error) {
 	return out, crows.Err()
 }
 
-// AddChallenges implements payment.Ledger.
+// AddChallenges implements exact.Ledger.
 func (s *DB) AddChallenges(ctx context.Context, counts map[string]uint64) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -515,7 +516,7 @@ func (s *DB) AddChallenges(ctx context.Context, counts map[string]uint64) error 
 }
 
 // Payments returns every payment record, oldest first (tests, tooling).
-func (s *DB) Payments(ctx context.Context) ([]payment.Record, error) {
+func (s *DB) Payments(ctx context.Context) ([]exact.Record, error) {
 	return s.query(ctx, selectPayment+` ORDER BY created_at`)
 }
 
@@ -528,7 +529,7 @@ type Filter struct {
 }
 
 // List returns the payments matching f, oldest first.
-func (s *DB) List(ctx context.Context, f Filter) ([]payment.Record, error) {
+func (s *DB) List(ctx context.Context, f Filter) ([]exact.Record, error) {
 	q, args := selectPayment+` WHERE 1 = 1`, []any{}
 	if f.State != "" {
 		args = append(args, f.State)

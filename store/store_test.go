@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service/lanes"
 	"github.com/tollgate/tollgate/store"
 	"github.com/tollgate/tollgate/store/pgtest"
@@ -70,8 +70,8 @@ const (
 	txB = "0x00000000000000000000000000000000000000000000000000000000000000bb"
 )
 
-func rec(nonce string) payment.Record {
-	return payment.Record{Network: "eip155:8453", Asset: "0xA", Payer: "0xP", Nonce: nonce, Operation: "regime",
+func rec(nonce string) exact.Record {
+	return exact.Record{Network: "eip155:8453", Asset: "0xA", Payer: "0xP", Nonce: nonce, Operation: "regime",
 		Resource: "/regime", Amount: "50000", PayTo: "0xPayTo", Version: 2, ValidBefore: time.Now().Add(time.Hour).Unix(),
 		ClaimID: fmt.Sprint("claim-", claims.Add(1)), SigHash: "0xsig"}
 }
@@ -93,13 +93,13 @@ func testLedger(t *testing.T, e engine) {
 	past := time.Now().Add(-time.Hour)
 
 	r, err := l.Claim(ctx, rec("0x01"), past)
-	if err != nil || r.State != payment.StateVerified {
+	if err != nil || r.State != exact.StateVerified {
 		t.Fatalf("first claim: %+v %v", r, err)
 	}
-	if got, err := l.Claim(ctx, rec("0x01"), past); !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateVerified {
+	if got, err := l.Claim(ctx, rec("0x01"), past); !errors.Is(err, exact.ErrClaimed) || got.State != exact.StateVerified {
 		t.Fatalf("second claim: %+v %v", got, err)
 	}
-	for _, state := range []string{payment.StateReleased, payment.StateFailed, payment.StatePending} {
+	for _, state := range []string{exact.StateReleased, exact.StateFailed, exact.StatePending} {
 		r.State, r.Tx = state, "0xpending"
 		if err := l.Finish(ctx, r); err != nil {
 			t.Fatal(err)
@@ -108,27 +108,27 @@ func testLedger(t *testing.T, e engine) {
 		if err != nil || next.PrevState != state {
 			t.Fatalf("claim after %s: %+v %v", state, next, err)
 		}
-		if err := l.Finish(ctx, r); !errors.Is(err, payment.ErrLostClaim) {
+		if err := l.Finish(ctx, r); !errors.Is(err, exact.ErrLostClaim) {
 			t.Errorf("the old claim finished after a takeover: %v", err)
 		}
 		r = next
 	}
 	// A claim left verified by a process that died can be taken over once stale.
 	stale, err := l.Claim(ctx, rec("0x01"), time.Now().Add(time.Minute))
-	if err != nil || stale.PrevState != payment.StateVerified {
+	if err != nil || stale.PrevState != exact.StateVerified {
 		t.Fatalf("stale claim not taken over: %+v %v", stale, err)
 	}
 	r = stale
-	r.State, r.Tx, r.Response, r.ContentType = payment.StateSettled, txA, []byte(`{"ok":true}`), "application/json"
+	r.State, r.Tx, r.Response, r.ContentType = exact.StateSettled, txA, []byte(`{"ok":true}`), "application/json"
 	if err := l.Finish(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Finish(ctx, withState(r, payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+	if err := l.Finish(ctx, withState(r, exact.StateFailed)); !errors.Is(err, exact.ErrLostClaim) {
 		t.Errorf("a settled record was overwritten: %v", err)
 	}
 	for _, staleBefore := range []time.Time{past, time.Now().Add(time.Hour)} {
 		got, err := l.Claim(ctx, rec("0x01"), staleBefore)
-		if !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateSettled || got.Tx != txA || got.Resource != "/regime" ||
+		if !errors.Is(err, exact.ErrClaimed) || got.State != exact.StateSettled || got.Tx != txA || got.Resource != "/regime" ||
 			string(got.Response) != `{"ok":true}` || got.SigHash != "0xsig" {
 			t.Fatalf("claim of a settled payment: %+v %v", got, err)
 		}
@@ -136,10 +136,10 @@ func testLedger(t *testing.T, e engine) {
 	if got, err := l.Claim(ctx, rec("0x02"), past); err != nil || got.PrevState != "" {
 		t.Fatal(err)
 	}
-	if got, err := l.Claim(ctx, rec("0x02"), past); !errors.Is(err, payment.ErrClaimed) || got.State != payment.StateVerified {
+	if got, err := l.Claim(ctx, rec("0x02"), past); !errors.Is(err, exact.ErrClaimed) || got.State != exact.StateVerified {
 		t.Fatalf("claim of an in-flight payment: %+v %v", got, err)
 	}
-	if err := l.Finish(ctx, rec("0x99")); !errors.Is(err, payment.ErrLostClaim) {
+	if err := l.Finish(ctx, rec("0x99")); !errors.Is(err, exact.ErrLostClaim) {
 		t.Errorf("finish of an unknown payment: %v", err)
 	}
 
@@ -180,7 +180,7 @@ func testLedgerConcurrentClaims(t *testing.T, e engine) {
 		wg.Go(func() {
 			if _, err := l.Claim(ctx, rec("0x07"), time.Now().Add(-time.Hour)); err == nil {
 				wins.Add(1)
-			} else if !errors.Is(err, payment.ErrClaimed) {
+			} else if !errors.Is(err, exact.ErrClaimed) {
 				t.Error(err)
 			}
 		})
@@ -206,7 +206,7 @@ func testPaidSumsExactly(t *testing.T, e engine) {
 		if _, err := l.Claim(ctx, r, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
-		r.State, r.Tx = payment.StateSettled, fmt.Sprintf("0x%064x", i+1)
+		r.State, r.Tx = exact.StateSettled, fmt.Sprintf("0x%064x", i+1)
 		if err := l.Finish(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func testPaidSumsExactly(t *testing.T, e engine) {
 	}
 }
 
-func withState(r payment.Record, state string) payment.Record {
+func withState(r exact.Record, state string) exact.Record {
 	r.State = state
 	return r
 }
@@ -278,11 +278,11 @@ func testResolve(t *testing.T, e engine) {
 	other.ClaimID = "someone else"
 	zero := "0x" + strings.Repeat("0", 64)
 	for _, tx := range []string{"", zero, "0x1234"} {
-		if err := l.Resolve(ctx, withTx(withState(other, payment.StateSettled), tx)); err == nil {
+		if err := l.Resolve(ctx, withTx(withState(other, exact.StateSettled), tx)); err == nil {
 			t.Errorf("settled with transaction %q", tx)
 		}
 	}
-	settled := withTx(withState(other, payment.StateSettled), txA)
+	settled := withTx(withState(other, exact.StateSettled), txA)
 	if err := l.Resolve(ctx, settled); err != nil {
 		t.Fatalf("a settlement by a request not holding the claim: %v", err)
 	}
@@ -293,51 +293,51 @@ func testResolve(t *testing.T, e engine) {
 			t.Fatalf("the same settlement again, with the owed response: %v", err)
 		}
 	}
-	if err := l.Finish(ctx, withTx(withState(held, payment.StateSettled), txA)); err != nil {
+	if err := l.Finish(ctx, withTx(withState(held, exact.StateSettled), txA)); err != nil {
 		t.Fatalf("the claim holder's own record of the same settlement: %v", err)
 	}
 	// The holder's own response, recorded after the owed one: the first
 	// stays the payment's one answer.
-	mine := withTx(withState(held, payment.StateSettled), txA)
+	mine := withTx(withState(held, exact.StateSettled), txA)
 	mine.Response, mine.ContentType = []byte(`{"mine":true}`), "application/json"
-	if err := l.Finish(ctx, mine); !errors.Is(err, payment.ErrAnswered) {
+	if err := l.Finish(ctx, mine); !errors.Is(err, exact.ErrAnswered) {
 		t.Errorf("a second, different response for one settlement: %v, want ErrAnswered", err)
 	}
-	if err := l.Resolve(ctx, withTx(withState(other, payment.StateSettled), txB)); err == nil {
+	if err := l.Resolve(ctx, withTx(withState(other, exact.StateSettled), txB)); err == nil {
 		t.Error("a second transaction settled one authorization")
 	}
-	if err := l.Resolve(ctx, withState(other, payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+	if err := l.Resolve(ctx, withState(other, exact.StateFailed)); !errors.Is(err, exact.ErrLostClaim) {
 		t.Errorf("a settled payment was failed: %v", err)
 	}
 	got, err := l.Lookup(ctx, rec("0x21"))
-	if err != nil || got.State != payment.StateSettled || got.Tx != txA || string(got.Response) != `{"late":true}` {
+	if err != nil || got.State != exact.StateSettled || got.Tx != txA || string(got.Response) != `{"late":true}` {
 		t.Fatalf("lookup %+v %v", got, err)
 	}
 	if paid, _ := l.Totals(ctx); paid["regime"].Paid != 1 {
 		t.Errorf("paid %+v: a settlement counted more than once", paid)
 	}
-	if _, err := l.Lookup(ctx, rec("0x22")); !errors.Is(err, payment.ErrNotFound) {
+	if _, err := l.Lookup(ctx, rec("0x22")); !errors.Is(err, exact.ErrNotFound) {
 		t.Errorf("lookup of an unknown payment: %v", err)
 	}
 
 	// Failures from the chain apply to unresolved records only.
 	pending, _ := l.Claim(ctx, rec("0x23"), past)
-	if err := l.Finish(ctx, withTx(withState(pending, payment.StatePending), txB)); err != nil {
+	if err := l.Finish(ctx, withTx(withState(pending, exact.StatePending), txB)); err != nil {
 		t.Fatal(err)
 	}
-	canceled := withState(other, payment.StateFailed)
-	canceled.Nonce, canceled.Reason = "0x23", payment.ReasonAuthorizationCanceled
+	canceled := withState(other, exact.StateFailed)
+	canceled.Nonce, canceled.Reason = "0x23", exact.ReasonAuthorizationCanceled
 	if err := l.Resolve(ctx, canceled); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resolve(ctx, canceled); !errors.Is(err, payment.ErrLostClaim) {
+	if err := l.Resolve(ctx, canceled); !errors.Is(err, exact.ErrLostClaim) {
 		t.Errorf("a failed payment failed again: %v", err)
 	}
 	released, _ := l.Claim(ctx, rec("0x24"), past)
-	if err := l.Finish(ctx, withState(released, payment.StateReleased)); err != nil {
+	if err := l.Finish(ctx, withState(released, exact.StateReleased)); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resolve(ctx, withState(withNonce(other, "0x24"), payment.StateFailed)); !errors.Is(err, payment.ErrLostClaim) {
+	if err := l.Resolve(ctx, withState(withNonce(other, "0x24"), exact.StateFailed)); !errors.Is(err, exact.ErrLostClaim) {
 		t.Errorf("a released payment was failed from the chain: %v", err)
 	}
 }
@@ -353,14 +353,14 @@ func testUnresolved(t *testing.T, e engine) {
 	ctx := context.Background()
 	l := openStore(t, e)
 	past := time.Now().Add(-time.Hour)
-	states := map[string]string{"0x31": payment.StateVerified, "0x32": payment.StatePending, "0x33": payment.StateFailed,
-		"0x34": payment.StateReleased, "0x35": payment.StateSettled}
+	states := map[string]string{"0x31": exact.StateVerified, "0x32": exact.StatePending, "0x33": exact.StateFailed,
+		"0x34": exact.StateReleased, "0x35": exact.StateSettled}
 	for _, nonce := range []string{"0x31", "0x32", "0x33", "0x34", "0x35"} {
 		r, err := l.Claim(ctx, rec(nonce), past)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state := states[nonce]; state != payment.StateVerified {
+		if state := states[nonce]; state != exact.StateVerified {
 			if err := l.Finish(ctx, withTx(withState(r, state), txA)); err != nil {
 				t.Fatal(err)
 			}
@@ -380,7 +380,7 @@ func testUnresolved(t *testing.T, e engine) {
 	for _, f := range []struct {
 		filter store.Filter
 		want   int
-	}{{store.Filter{}, 5}, {store.Filter{State: payment.StateSettled}, 1}, {store.Filter{Payer: "0XP"}, 5},
+	}{{store.Filter{}, 5}, {store.Filter{State: exact.StateSettled}, 1}, {store.Filter{Payer: "0XP"}, 5},
 		{store.Filter{Payer: "0xQ"}, 0}, {store.Filter{Since: time.Now().Add(time.Minute)}, 0}} {
 		if got, err := l.List(ctx, f.filter); err != nil || len(got) != f.want {
 			t.Errorf("list %+v: %d rows, want %d (%v)", f.filter, len(got), f.want, err)
@@ -419,19 +419,19 @@ func TestMigratesOldLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := l.Lookup(ctx, rec("0x41"))
-		if err != nil || got.State != payment.StatePending || got.PayTo != "" {
+		if err != nil || got.State != exact.StatePending || got.PayTo != "" {
 			t.Fatalf("old row: %+v %v", got, err)
 		}
 		l.Close()
 	}
 }
 
-func withTx(r payment.Record, tx string) payment.Record {
+func withTx(r exact.Record, tx string) exact.Record {
 	r.Tx = tx
 	return r
 }
 
-func withNonce(r payment.Record, nonce string) payment.Record {
+func withNonce(r exact.Record, nonce string) exact.Record {
 	r.Nonce = nonce
 	return r
 }
@@ -462,7 +462,7 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 	replicas := twoStores(t, e, place)
 	const keys, racers = 10, 16
 	var wins [keys]atomic.Int64
-	won := make(chan payment.Record, keys)
+	won := make(chan exact.Record, keys)
 	var wg sync.WaitGroup
 	for k := range keys {
 		for i := range racers {
@@ -472,7 +472,7 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 				case err == nil:
 					wins[k].Add(1)
 					won <- r
-				case !errors.Is(err, payment.ErrClaimed):
+				case !errors.Is(err, exact.ErrClaimed):
 					t.Error(err)
 				}
 			})
@@ -490,7 +490,7 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := replicas[1].Finish(ctx, withState(released, payment.StateReleased)); err != nil {
+	if err := replicas[1].Finish(ctx, withState(released, exact.StateReleased)); err != nil {
 		t.Fatal(err)
 	}
 	var takeovers atomic.Int64
@@ -498,11 +498,11 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 		wg.Go(func() {
 			r, err := replicas[i%2].Claim(ctx, rec("0xc0"), time.Now().Add(-time.Hour))
 			switch {
-			case err == nil && r.PrevState == payment.StateReleased:
+			case err == nil && r.PrevState == exact.StateReleased:
 				takeovers.Add(1)
 			case err == nil:
 				t.Errorf("a claim won without taking over the released one: %+v", r)
-			case !errors.Is(err, payment.ErrClaimed):
+			case !errors.Is(err, exact.ErrClaimed):
 				t.Error(err)
 			}
 		})
@@ -514,7 +514,7 @@ func testClaimsAcrossInstances(t *testing.T, e engine) {
 	for r := range won {
 		for i := range 4 { // the holder and three late resolvers, on both replicas
 			wg.Go(func() {
-				if err := replicas[i%2].Resolve(ctx, withTx(withState(r, payment.StateSettled), txA)); err != nil {
+				if err := replicas[i%2].Resolve(ctx, withTx(withState(r, exact.StateSettled), txA)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -598,7 +598,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					r.State, r.Tx, r.Response = payment.StateSettled, fmt.Sprintf("0x%064x", i), []byte(`{"ok":true}`)
+					r.State, r.Tx, r.Response = exact.StateSettled, fmt.Sprintf("0x%064x", i), []byte(`{"ok":true}`)
 					if err := s.Finish(ctx, r); err != nil {
 						b.Error(err)
 						return

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // batchCaller pays one server's paid routes from one channel with the Go
@@ -136,6 +137,21 @@ func TestBatchSettlementServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	// The 402 offers exact first, then batch-settlement; the v1 body,
+	// exact alone.
+	resp, err := http.Get(s.base + "/regime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v1 payment.RequiredV1
+	err = json.NewDecoder(resp.Body).Decode(&v1)
+	resp.Body.Close()
+	var v2 payment.RequiredV2
+	raw, _ := base64.StdEncoding.DecodeString(resp.Header.Get(payment.HeaderPaymentRequired))
+	if err != nil || json.Unmarshal(raw, &v2) != nil || len(v2.Accepts) != 2 || v2.Accepts[0].Scheme != exact.Scheme || v2.Accepts[1].Scheme != batch.Scheme ||
+		len(v1.Accepts) != 1 || v1.Accepts[0].Scheme != exact.Scheme {
+		t.Fatalf("offers: v2 %+v, v1 %+v (%v)", v2.Accepts, v1.Accepts, err)
+	}
 	c := newBatchCaller(t, s.base, devnet.PayerAccount)
 	entry, resource := c.entry("/regime")
 	price, _ := new(big.Int).SetString(entry.Amount, 10)
@@ -245,7 +261,8 @@ func BenchmarkPaidCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &payment.Payer{Key: key, HTTP: http.DefaultClient, Version: 2, MaxAmount: big.NewInt(1_000_000), Networks: map[string]int64{"base": devnet.ChainID}}
+		p := &payment.Payer{HTTP: http.DefaultClient, Version: 2, MaxAmount: big.NewInt(1_000_000), Networks: map[string]int64{"base": devnet.ChainID},
+			Schemes: []payment.SchemeClient{exact.Payer{Key: key}}}
 		signed := make([]payment.SignedPayment, b.N)
 		for i := range signed {
 			if signed[i], err = p.Sign(context.Background(), url); err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 	"github.com/tollgate/tollgate/store/pgtest"
 )
@@ -66,12 +66,12 @@ func TestLedgerOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := db.Claim(ctx, payment.Record{Network: "eip155:8453", Asset: "0xD", Payer: "0xP", Nonce: "0x01", Operation: "regime",
+	r, err := db.Claim(ctx, exact.Record{Network: "eip155:8453", Asset: "0xD", Payer: "0xP", Nonce: "0x01", Operation: "regime",
 		Resource: "/regime", Amount: "50000", Version: 2, ClaimID: "c", SigHash: "s"}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.State, r.Tx = payment.StateSettled, "0x"+strings.Repeat("ab", 32)
+	r.State, r.Tx = exact.StateSettled, "0x"+strings.Repeat("ab", 32)
 	if err := db.Finish(ctx, r); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // facilitator runs `tollgate facilitator`: the self-hosted facilitator as
@@ -83,20 +84,25 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {
 		return fmt.Errorf("facilitator: chain id %v (%v); want %d", id, err, baseChainID)
 	}
-	local, err := payment.NewLocal(payment.LocalConfig{
-		ChainID: big.NewInt(baseChainID), Key: key,
-		Assets: []payment.Asset{{Address: common.HexToAddress(*asset), Name: usdcName, Version: usdcVersion}},
-		Grace:  6 * time.Second, ReceiptTimeout: 60 * time.Second,
-	}, client)
+	// One gas key, one sender: every scheme's transactions share its nonces.
+	local, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(baseChainID), Key: key, ReceiptTimeout: 60 * time.Second}, client)
 	if err != nil {
 		return err
 	}
-	schemes, batchNote, err := batchFacilitator(ctx, client, local, authorizer, common.HexToAddress(*asset), recipients)
+	exactLocal, err := exact.NewLocal(exact.LocalConfig{ChainID: big.NewInt(baseChainID), Grace: 6 * time.Second,
+		Assets: []payment.Asset{{Address: common.HexToAddress(*asset), Name: usdcName, Version: usdcVersion}}}, client, local)
 	if err != nil {
 		return err
 	}
-	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID), PayTo: recipients,
-		Schemes: schemes}, local)
+	batchSide, batchNote, err := batchFacilitator(ctx, client, local, authorizer, common.HexToAddress(*asset), recipients)
+	if err != nil {
+		return err
+	}
+	schemes := map[string]payment.SchemeFacilitator{
+		exact.Scheme: exact.NewAdapter(exact.AdapterConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID), PayTo: recipients}, exactLocal),
+		batch.Scheme: batchSide,
+	}
+	api := payment.NewServer(payment.ServerConfig{Network: baseNetwork, NetworkV1: baseNetworkV1, Schemes: schemes}, local.Signer())
 	lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", *addr)
 	if err != nil {
 		return err
@@ -120,7 +126,7 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 // facilitator's gas key (one nonce manager), served for recipients. note
 // says what the startup line reports of it (addresses only, never a key).
 func batchFacilitator(ctx context.Context, client *ethclient.Client, tx *payment.Local, authorizer *ecdsa.PrivateKey, asset common.Address,
-	recipients []common.Address) (map[string]payment.SchemeFacilitator, string, error) {
+	recipients []common.Address) (payment.SchemeFacilitator, string, error) {
 	escrow := batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}
 	local, err := batch.NewLocal(batch.LocalConfig{Escrow: escrow, Authorizer: authorizer,
 		Tokens: []payment.Asset{{Address: asset, Name: usdcName, Version: usdcVersion}}}, client, tx)
@@ -141,5 +147,5 @@ func batchFacilitator(ctx context.Context, client *ethclient.Client, tx *payment
 	if code, err := client.CodeAt(ctx, escrow.Address, nil); err == nil && len(code) == 0 {
 		note += "; WARNING: no escrow code on this chain, batch-settlement requests will fail"
 	}
-	return map[string]payment.SchemeFacilitator{batch.Scheme: adapter}, note, nil
+	return adapter, note, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // lockedBuffer is a bytes.Buffer written by a command's goroutine and
@@ -99,7 +100,9 @@ func TestFacilitatorServesBatch(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&sup)
 	resp.Body.Close()
-	if err != nil || len(sup.Kinds) != 3 || sup.Kinds[2].Scheme != batch.Scheme || sup.Kinds[2].Extra["receiverAuthorizer"] != authorizer.Hex() {
+	// v2 kinds by scheme name, then exact's v1 kind.
+	if err != nil || len(sup.Kinds) != 3 || sup.Kinds[0].Scheme != batch.Scheme || sup.Kinds[0].Extra["receiverAuthorizer"] != authorizer.Hex() ||
+		sup.Kinds[1].Scheme != exact.Scheme || sup.Kinds[2].Scheme != exact.Scheme {
 		t.Fatalf("/supported kinds %+v (%v)", sup.Kinds, err)
 	}
 

@@ -17,8 +17,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/ethclient"
 
-	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -172,7 +172,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 func checkState(s string) error {
 	switch s {
-	case "", payment.StateVerified, payment.StatePending, payment.StateSettled, payment.StateFailed, payment.StateReleased:
+	case "", exact.StateVerified, exact.StatePending, exact.StateSettled, exact.StateFailed, exact.StateReleased:
 		return nil
 	}
 	return fmt.Errorf("--state %q: want verified, pending, settled, failed or released", s)
@@ -180,7 +180,7 @@ func checkState(s string) error {
 
 // writeList prints payments as an aligned table, with a total of the
 // settled ones.
-func writeList(w io.Writer, recs []payment.Record) error {
+func writeList(w io.Writer, recs []exact.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tOPERATION\tPAYER\tAMOUNT\tSTATE\tTX\tREASON")
 	for _, r := range recs {
@@ -192,7 +192,7 @@ func writeList(w io.Writer, recs []payment.Record) error {
 	}
 	settled, sum := 0, new(big.Int)
 	for _, r := range recs {
-		if n, ok := new(big.Int).SetString(r.Amount, 10); ok && r.State == payment.StateSettled {
+		if n, ok := new(big.Int).SetString(r.Amount, 10); ok && r.State == exact.StateSettled {
 			settled++
 			sum.Add(sum, n)
 		}
@@ -211,7 +211,7 @@ func orDash(s string) string {
 // writeCSV writes payments as CSV: the six columns an operator matches to
 // the chain (time, operation, payer, amount in atomic units, tx, state),
 // then reason, asset, nonce and resource.
-func writeCSV(w io.Writer, recs []payment.Record) error {
+func writeCSV(w io.Writer, recs []exact.Record) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource"})
 	for _, r := range recs {
@@ -250,16 +250,16 @@ func reconcileOnce(ctx context.Context, db *store.DB, rpcURL, payTo string, stdo
 			return fmt.Errorf("ledger reconcile: the store is the ledger of %s, but --chain-rpc serves a chain with genesis %s; reconcile it against its own chain", d, genesis.Hash())
 		}
 	}
-	audit, err := payment.NewAuditor(payment.DefaultAuditConfig(), client)
+	audit, err := exact.NewAuditor(exact.DefaultAuditConfig(), client)
 	if err != nil {
 		return err
 	}
-	rc := payment.DefaultReconcilerConfig()
+	rc := exact.DefaultReconcilerConfig()
 	rc.MinAge, rc.Batch = 0, 10_000
 	if payTo != "" {
 		rc.PayTo = common.HexToAddress(payTo)
 	}
-	r, err := payment.NewReconciler(rc, db, audit, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	r, err := exact.NewReconciler(rc, db, audit, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -34,16 +35,16 @@ func TestLedgerCommand(t *testing.T) {
 	payer, payTo := chain.Account(devnet.PayerAccount), chain.Account(devnet.PayToAccount).Address
 	req := &payment.Requirement{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID), Asset: chain.Token,
 		AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, PayTo: payTo, Amount: big.NewInt(50_000), MaxTimeout: 300}
-	record := func(nonce byte, state, tx string) payment.Record {
+	record := func(nonce byte, state, tx string) exact.Record {
 		var n [32]byte
 		n[0] = nonce
-		r, err := db.Claim(ctx, payment.Record{Network: req.Network, Asset: chain.Token.Hex(), Payer: payer.Address.Hex(),
+		r, err := db.Claim(ctx, exact.Record{Network: req.Network, Asset: chain.Token.Hex(), Payer: payer.Address.Hex(),
 			Nonce: hexutil.Encode(n[:]), Operation: "regime", Resource: "/regime", Amount: "50000", PayTo: payTo.Hex(), Version: 2,
 			ValidBefore: time.Now().Add(5 * time.Minute).Unix(), ClaimID: "c", SigHash: "s"}, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state != payment.StateVerified {
+		if state != exact.StateVerified {
 			r.State, r.Tx = state, tx
 			if err := db.Finish(ctx, r); err != nil {
 				t.Fatal(err)
@@ -51,12 +52,17 @@ func TestLedgerCommand(t *testing.T) {
 		}
 		return r
 	}
-	record(1, payment.StateSettled, "0x"+strings.Repeat("ab", 32))
-	record(2, payment.StateFailed, "")
+	record(1, exact.StateSettled, "0x"+strings.Repeat("ab", 32))
+	record(2, exact.StateFailed, "")
 	// Payment 3 was settled on chain, and the ledger write was lost.
-	lost := record(3, payment.StateVerified, "")
-	local, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key,
-		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}}, ReceiptTimeout: 10 * time.Second}, client)
+	lost := record(3, exact.StateVerified, "")
+	sender, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key,
+		ReceiptTimeout: 10 * time.Second}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := exact.NewLocal(exact.LocalConfig{ChainID: big.NewInt(devnet.ChainID),
+		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}}}, client, sender)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +73,7 @@ func TestLedgerCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := local.Settle(ctx, &payment.Payment{Version: 2, Scheme: "exact", Network: req.Network, Authorization: a, Signature: sig}, req)
+	s, err := local.Settle(ctx, &exact.Payment{Version: 2, Scheme: "exact", Network: req.Network, Authorization: a, Signature: sig}, req)
 	if err != nil || !s.Success {
 		t.Fatalf("settle: %+v %v", s, err)
 	}
@@ -113,7 +119,7 @@ func TestLedgerCommand(t *testing.T) {
 	}
 	found := false
 	for _, r := range rows[1:] {
-		found = found || r[4] == s.Tx.Hex() && r[5] == payment.StateSettled && r[3] == "50000" && r[2] == payer.Address.Hex()
+		found = found || r[4] == s.Tx.Hex() && r[5] == exact.StateSettled && r[3] == "50000" && r[2] == payer.Address.Hex()
 	}
 	if !found {
 		t.Errorf("the reconciled settlement is not exported with its transaction:\n%s", out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,6 +20,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // pay runs `tollgate pay URL`: GET the URL, pay the 402 with x402, print
@@ -49,19 +51,20 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("pay: --x402-version %d: want 1 or 2", *version)
 	}
 	var p payment.Payer
+	var key *ecdsa.PrivateKey
 	if *keyHex == "" {
-		key, err := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
+		k, err := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
 		if err != nil {
 			return err
 		}
-		p.Key = key
+		key = k
 		fmt.Fprintf(stderr, "paying from devnet test account #%d %s\n", devnet.PayerAccount, crypto.PubkeyToAddress(key.PublicKey).Hex())
 	} else {
-		key, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(*keyHex), "0x"))
+		k, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(*keyHex), "0x"))
 		if err != nil {
 			return errors.New("pay: the key is not a hex secp256k1 private key")
 		}
-		p.Key = key
+		key = k
 	}
 	p.Version = *version
 	limit, ok := new(big.Int).SetString(*maxAmount, 10)
@@ -76,7 +79,8 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var res *payment.PaidResult
 	var err error
 	switch {
-	case *scheme == "exact" && !*refund:
+	case *scheme == exact.Scheme && !*refund:
+		p.Schemes = []payment.SchemeClient{exact.Payer{Key: key}}
 		res, err = p.Get(ctx, fs.Arg(0))
 	case *scheme == batch.Scheme:
 		if *version != 2 {
@@ -86,11 +90,11 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if !ok || depositCap.Sign() <= 0 {
 			return fmt.Errorf("pay: --max-deposit %q is not a positive integer", *maxDeposit)
 		}
-		res, err = payBatch(ctx, &p, fs.Arg(0), *channels, depositCap, *refund)
+		res, err = payBatch(ctx, &p, key, fs.Arg(0), *channels, depositCap, *refund)
 	case *refund:
 		return errors.New("pay: --refund is for --scheme batch-settlement")
 	default:
-		return fmt.Errorf("pay: --scheme %q: want exact or %s", *scheme, batch.Scheme)
+		return fmt.Errorf("pay: --scheme %q: want %s or %s", *scheme, exact.Scheme, batch.Scheme)
 	}
 	if err != nil {
 		return fmt.Errorf("pay: %w", err)
@@ -121,7 +125,7 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 // server charged, what was deposited) is kept in dir between runs, one
 // file per channel, as the official client's file storage does; a lost
 // file is recovered from the server's corrective 402.
-func payBatch(ctx context.Context, p *payment.Payer, url, dir string, maxDeposit *big.Int, refund bool) (*payment.PaidResult, error) {
+func payBatch(ctx context.Context, p *payment.Payer, key *ecdsa.PrivateKey, url, dir string, maxDeposit *big.Int, refund bool) (*payment.PaidResult, error) {
 	if dir == "" {
 		base, err := os.UserConfigDir()
 		if err != nil {
@@ -129,10 +133,11 @@ func payBatch(ctx context.Context, p *payment.Payer, url, dir string, maxDeposit
 		}
 		dir = filepath.Join(base, "tollgate", "channels")
 	}
-	entry, resource, err := p.Offer(ctx, url, batch.Scheme)
+	offer, err := p.Offer(ctx, url, batch.Scheme)
 	if err != nil {
 		return nil, err
 	}
+	entry, resource := offer.Entry, offer.Resource
 	chainID, ok := new(big.Int).SetString(strings.TrimPrefix(entry.Network, "eip155:"), 10)
 	if !ok {
 		return nil, fmt.Errorf("network %q is not an EVM chain", entry.Network)
@@ -141,7 +146,7 @@ func payBatch(ctx context.Context, p *payment.Payer, url, dir string, maxDeposit
 	if err != nil {
 		return nil, err
 	}
-	sess := &batch.Session{Payer: batch.Payer{Key: p.Key, Escrow: terms.Escrow}, MaxDeposit: maxDeposit}
+	sess := &batch.Session{Payer: batch.Payer{Key: key, Escrow: terms.Escrow}, MaxDeposit: maxDeposit}
 	_, id := sess.Payer.Channel(terms)
 	file := filepath.Join(dir, strings.ToLower(id.Hex())+".json")
 	if b, err := os.ReadFile(file); err == nil {
@@ -163,7 +168,7 @@ func payBatch(ctx context.Context, p *payment.Payer, url, dir string, maxDeposit
 			sess.Balance = new(big.Int).Set(sess.Charged) // nothing left to refund
 		}
 	} else {
-		p.Scheme = sess
+		p.Schemes = []payment.SchemeClient{sess}
 		if res, err = p.Get(ctx, url); err != nil {
 			return nil, err
 		}

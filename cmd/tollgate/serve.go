@@ -36,6 +36,7 @@ import (
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
@@ -155,6 +156,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	unresolved = ledger.UnresolvedSummary
 	gc := pay.gateConfig
 	gc.Observer = metrics
+	exactSide, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 60 * time.Second}, pay.facilitator, ledger, pay.audit)
+	if err != nil {
+		return err
+	}
+	gc.Schemes = []payment.Scheme{exactSide}
 	batchSide, err := newBatchSide(cfg, pay, ledger, metrics, logger)
 	if err != nil {
 		return err
@@ -176,11 +182,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			return n, usd, time.Since(oldest), nil
 		})
 	}
-	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), pay.facilitator, ledger, pay.audit, logger)
+	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), ledger, logger)
 	if err != nil {
 		return err
 	}
-	rc := payment.DefaultReconcilerConfig()
+	rc := exact.DefaultReconcilerConfig()
 	rc.PayTo = pay.gateConfig.PayTo
 	if cfg.Database != "" { // replicas take turns: one reconciles per lease period
 		holder := replicaName()
@@ -188,7 +194,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			return ledger.Lease(ctx, reconcilerLease, holder, 2*rc.Interval)
 		}
 	}
-	reconciler, err := payment.NewReconciler(rc, ledger, pay.audit, logger.With("component", "reconciler"))
+	reconciler, err := exact.NewReconciler(rc, ledger, pay.audit, logger.With("component", "reconciler"))
 	if err != nil {
 		return err
 	}
@@ -409,10 +415,10 @@ type payments struct {
 	dex         *devnet.Dex // devnet only: the exchange the whale scan follows
 	genesis     common.Hash // of the chain: one devnet run, or Base
 	gateConfig  payment.GateConfig
-	facilitator payment.Facilitator
+	facilitator exact.Facilitator
 	batch       batch.Facilitator // nil: the facilitator does not do batch-settlement
 	logs        batch.Logs        // the chain's logs, for the escrow watcher
-	audit       *payment.Auditor  // reads settlements back from the chain
+	audit       *exact.Auditor    // reads settlements back from the chain
 	terms       *service.PaymentTerms
 	banner      string
 	close       func()
@@ -426,7 +432,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	gc := payment.GateConfig{
 		PublicURL: cfg.PublicURL, Network: baseNetwork, NetworkV1: baseNetworkV1, ChainID: big.NewInt(baseChainID),
 		Asset: common.HexToAddress(baseUSDC), AssetName: usdcName, AssetVersion: usdcVersion, Decimals: usdcDecimals,
-		MaxTimeout: cfg.MaxTimeout, SettleTimeout: 60 * time.Second,
+		MaxTimeout: cfg.MaxTimeout,
 	}
 	rpcURL := cfg.ChainRPC
 	var key string
@@ -498,7 +504,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 	}
 	p.genesis = genesis.Hash()
 	p.logs = client
-	if p.audit, err = payment.NewAuditor(payment.DefaultAuditConfig(), client); err != nil {
+	if p.audit, err = exact.NewAuditor(exact.DefaultAuditConfig(), client); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -512,7 +518,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 			p.close()
 			return nil, err
 		}
-		p.facilitator, facilitatorName = fc, cfg.Facilitator
+		p.facilitator, facilitatorName = exact.NewRemote(fc), cfg.Facilitator
 		if p.batch, err = batch.NewRemote(fc, batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}); err != nil {
 			p.close()
 			return nil, err
@@ -523,16 +529,17 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 			p.close()
 			return nil, errors.New("facilitator key is not a hex secp256k1 key")
 		}
-		local, err := payment.NewLocal(payment.LocalConfig{
-			ChainID: big.NewInt(baseChainID), Key: k,
-			Assets: []payment.Asset{{Address: gc.Asset, Name: gc.AssetName, Version: gc.AssetVersion}},
-			Grace:  6 * time.Second, ReceiptTimeout: 30 * time.Second,
-		}, client)
+		// One gas key, one sender: every scheme's transactions share its nonces.
+		local, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(baseChainID), Key: k, ReceiptTimeout: 30 * time.Second}, client)
 		if err != nil {
 			p.close()
 			return nil, err
 		}
-		p.facilitator = local
+		if p.facilitator, err = exact.NewLocal(exact.LocalConfig{ChainID: big.NewInt(baseChainID), Grace: 6 * time.Second,
+			Assets: []payment.Asset{{Address: gc.Asset, Name: gc.AssetName, Version: gc.AssetVersion}}}, client, local); err != nil {
+			p.close()
+			return nil, err
+		}
 		if p.batch, err = batch.NewLocal(batch.LocalConfig{Escrow: batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress},
 			Tokens: []payment.Asset{{Address: gc.Asset, Name: gc.AssetName, Version: gc.AssetVersion}}}, client, local); err != nil {
 			p.close()

@@ -64,6 +64,10 @@ func NewAdapter(f Facilitator, cfg AdapterConfig) (*Adapter, error) {
 	return &Adapter{f: f, cfg: cfg}, nil
 }
 
+// Versions implements payment.SchemeFacilitator: batch-settlement is
+// x402 v2 only.
+func (a *Adapter) Versions() []int { return []int{2} }
+
 // Extra is the extra object of the scheme's /supported kind: the
 // receiver authorizer, when there is one.
 func (a *Adapter) Extra() map[string]any {

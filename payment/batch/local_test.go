@@ -52,8 +52,7 @@ func newFacEnv(t *testing.T) *facEnv {
 	}
 	tx, err := payment.NewLocal(payment.LocalConfig{
 		ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key,
-		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}},
-		Grace:  6 * time.Second, ReceiptTimeout: time.Minute,
+		ReceiptTimeout: time.Minute,
 	}, client)
 	if err != nil {
 		t.Fatal(err)

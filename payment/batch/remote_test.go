@@ -28,24 +28,23 @@ type remoteEnv struct {
 func newRemoteEnv(t *testing.T) *remoteEnv {
 	t.Helper()
 	e := newFacEnv(t)
-	exact, err := payment.NewLocal(payment.LocalConfig{
+	sender, err := payment.NewLocal(payment.LocalConfig{
 		ChainID: big.NewInt(devnet.ChainID), Key: e.chain.Account(devnet.FacilitatorAccount).Key,
-		Assets: []payment.Asset{{Address: e.token, Name: devnet.TokenName, Version: devnet.TokenVersion}},
-		Grace:  6 * time.Second, ReceiptTimeout: time.Minute,
+		ReceiptTimeout: time.Minute,
 	}, e.client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One gas key, one nonce manager: the batch facilitator sends through
-	// the exact one it is served beside.
-	e.local = e.newLocal(t, e.authorizer, exact)
+	// the one exact is served beside.
+	e.local = e.newLocal(t, e.authorizer, sender)
 	adapter, err := batch.NewAdapter(e.local, batch.AdapterConfig{Network: "eip155:8453", PayTo: []common.Address{e.payTo},
 		ReceiverAuthorizer: crypto.PubkeyToAddress(e.authorizer.PublicKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
-		PayTo: []common.Address{e.payTo}, Schemes: map[string]payment.SchemeFacilitator{batch.Scheme: adapter}}, exact)
+	api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base",
+		Schemes: map[string]payment.SchemeFacilitator{batch.Scheme: adapter}}, sender.Signer())
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	client, err := payment.NewClient(payment.ClientConfig{URL: srv.URL, Timeout: time.Minute}, srv.Client())
@@ -83,8 +82,8 @@ func TestRemoteRoundTrip(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&sup)
 	resp.Body.Close()
-	if err != nil || len(sup.Kinds) != 3 || sup.Kinds[2].Scheme != batch.Scheme || sup.Kinds[2].X402Version != 2 || sup.Kinds[2].Network != "eip155:8453" ||
-		sup.Kinds[2].Extra["receiverAuthorizer"] != terms.ReceiverAuthorizer.Hex() {
+	if err != nil || len(sup.Kinds) != 1 || sup.Kinds[0].Scheme != batch.Scheme || sup.Kinds[0].X402Version != 2 || sup.Kinds[0].Network != "eip155:8453" ||
+		sup.Kinds[0].Extra["receiverAuthorizer"] != terms.ReceiverAuthorizer.Hex() {
 		t.Fatalf("/supported kinds %+v (%v)", sup.Kinds, err)
 	}
 

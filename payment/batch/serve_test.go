@@ -167,9 +167,9 @@ func newHarness(t *testing.T) *harness {
 	gate, err := payment.NewGate(payment.GateConfig{
 		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: token, AssetName: "USD Coin", AssetVersion: "2", Decimals: 6, PayTo: payTo, MaxTimeout: 60,
-		SettleTimeout: 2 * time.Second, Now: clock, Schemes: []payment.Scheme{scheme},
+		Schemes: []payment.Scheme{scheme},
 	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }}},
-		nil, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,10 @@ func channelState(t *testing.T, m map[string]any) map[string]any {
 	return st
 }
 
-func TestServeChallengeOffersBothSchemes(t *testing.T) {
+// TestServeChallengeOffersScheme: the gate offers the scheme's entry, with
+// its extra, to v2 clients only (cmd/tollgate's serve tests check exact's
+// entry comes first beside it).
+func TestServeChallengeOffersScheme(t *testing.T) {
 	h := newHarness(t)
 	resp, err := http.Get(h.srv.URL + "/regime")
 	if err != nil {
@@ -276,10 +279,10 @@ func TestServeChallengeOffersBothSchemes(t *testing.T) {
 	resp.Body.Close()
 	req := decode(t, resp.Header.Get(payment.HeaderPaymentRequired))
 	accepts := req["accepts"].([]any)
-	if len(accepts) != 2 || accepts[0].(map[string]any)["scheme"] != "exact" || accepts[1].(map[string]any)["scheme"] != batch.Scheme {
-		t.Fatalf("accepts = %v, want exact then batch-settlement", accepts)
+	if len(accepts) != 1 || accepts[0].(map[string]any)["scheme"] != batch.Scheme {
+		t.Fatalf("accepts = %v, want batch-settlement", accepts)
 	}
-	extra := accepts[1].(map[string]any)["extra"].(map[string]any)
+	extra := accepts[0].(map[string]any)["extra"].(map[string]any)
 	want := map[string]any{"name": "USD Coin", "version": "2", "receiverAuthorizer": h.terms.ReceiverAuthorizer.Hex(),
 		"withdrawDelay": float64(3600), "minDeposit": "5000000"}
 	for k, v := range want {
@@ -291,8 +294,8 @@ func TestServeChallengeOffersBothSchemes(t *testing.T) {
 	if err := json.Unmarshal(body, &v1); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(v1["accepts"].([]any)); n != 1 {
-		t.Errorf("the v1 body offers %d entries; v1 clients only know exact", n)
+	if n := len(v1["accepts"].([]any)); n != 0 {
+		t.Errorf("the v1 body offers %d entries; batch-settlement is v2 only", n)
 	}
 }
 
@@ -339,7 +342,7 @@ func TestServeChannelLifecycle(t *testing.T) {
 	if a.settlement != nil {
 		t.Error("a corrective 402 must not carry PAYMENT-RESPONSE")
 	}
-	entry := a.required["accepts"].([]any)[1].(map[string]any)["extra"].(map[string]any)
+	entry := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
 	if st := channelState(t, entry); st["chargedCumulativeAmount"] != "200000" {
 		t.Errorf("corrective channelState = %v", st)
 	}
@@ -445,7 +448,7 @@ func TestServeRefusals(t *testing.T) {
 		h.fac.state.Balance.SetInt64(1_000_000)
 		h.fac.state.TotalClaimed.SetInt64(300_000)
 		a := h.pay(t, batch.TypeVoucher, p, 0, nil)
-		entry := a.required["accepts"].([]any)[1].(map[string]any)["extra"].(map[string]any)
+		entry := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
 		if st := channelState(t, entry); st["chargedCumulativeAmount"] != "300000" || st["balance"] != "1000000" {
 			t.Fatalf("channelState = %v, want charged from the chain's 300000", st)
 		}

@@ -213,15 +213,19 @@ var _ payment.SchemeClient = (*Session)(nil)
 func (s *Session) Name() string { return Scheme }
 
 // Pay implements payment.SchemeClient: Envelope, now.
-func (s *Session) Pay(entry payment.RequirementsV2, resource *payment.ResourceV2, chainID int64) (string, error) {
-	return s.Envelope(entry, resource, big.NewInt(chainID), time.Now())
+func (s *Session) Pay(o payment.Offer) (payment.SignedPayment, error) {
+	if o.Version != 2 {
+		return payment.SignedPayment{}, errors.New("batch: batch-settlement is x402 v2 only")
+	}
+	value, err := s.Envelope(o.Entry, o.Resource, big.NewInt(o.ChainID), time.Now())
+	return payment.SignedPayment{Header: payment.HeaderPaymentV2, Value: value}, err
 }
 
-// Paid implements payment.SchemeClient: Settled at entry's price.
-func (s *Session) Paid(entry payment.RequirementsV2, r payment.SettleResponse) error {
-	price, ok := new(big.Int).SetString(entry.Amount, 10)
+// Paid implements payment.SchemeClient: Settled at the offer's price.
+func (s *Session) Paid(o payment.Offer, r payment.SettleResponse) error {
+	price, ok := new(big.Int).SetString(o.Entry.Amount, 10)
 	if !ok {
-		return fmt.Errorf("batch: amount %q is not an integer", entry.Amount)
+		return fmt.Errorf("batch: amount %q is not an integer", o.Entry.Amount)
 	}
 	return s.Settled(r, price)
 }

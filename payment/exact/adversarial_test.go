@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 func reasonOf(t *testing.T, body []byte) string {
@@ -67,23 +68,23 @@ func TestBadPayments(t *testing.T) {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, r *payment.RequirementsV2) {
 				a.To = common.HexToAddress("0x000000000000000000000000000000000000dEaD")
 			})
-		}, payment.ReasonRecipientMismatch, 402},
+		}, exact.ReasonRecipientMismatch, 402},
 		{"amount one unit low", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) { a.Value.SetInt64(49_999) })
-		}, payment.ReasonValueMismatch, 402},
+		}, exact.ReasonValueMismatch, 402},
 		{"amount one unit high", payment.HeaderPaymentV1, func() string {
 			return signedHeader(t, w, 1, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) { a.Value.SetInt64(50_001) })
-		}, payment.ReasonValueMismatch, 402},
+		}, exact.ReasonValueMismatch, 402},
 		{"expired", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
 				a.ValidBefore = big.NewInt(time.Now().Add(-time.Second).Unix())
 			})
-		}, payment.ReasonValidBefore, 402},
+		}, exact.ReasonValidBefore, 402},
 		{"not yet valid", payment.HeaderPaymentV2, func() string {
 			return signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
 				a.ValidAfter = big.NewInt(time.Now().Add(time.Hour).Unix())
 			})
-		}, payment.ReasonValidAfter, 402},
+		}, exact.ReasonValidAfter, 402},
 		{"bad signature", payment.HeaderPaymentV2, func() string {
 			h := signedHeader(t, w, 2, "/regime", nil)
 			raw, _ := base64.StdEncoding.DecodeString(h)
@@ -94,14 +95,14 @@ func TestBadPayments(t *testing.T) {
 				flip = '0'
 			}
 			return b64(s[:i+10] + string(flip) + s[i+11:])
-		}, payment.ReasonInvalidSignature, 402},
+		}, exact.ReasonInvalidSignature, 402},
 		{"signer is not from", payment.HeaderPaymentV2, func() string {
 			h := signedHeader(t, w, 2, "/regime", nil)
 			raw, _ := base64.StdEncoding.DecodeString(h)
 			from := crypto.PubkeyToAddress(w.chain.Account(devnet.PayerAccount).Key.PublicKey).Hex()
 			return b64(strings.Replace(string(raw), from, crypto.PubkeyToAddress(other.PublicKey).Hex(), 1))
-		}, payment.ReasonInvalidSignature, 402},
-		{"balance too low", payment.HeaderPaymentV2, func() string { return signedByUnfunded(t, w) }, payment.ReasonInsufficientBalance, 402},
+		}, exact.ReasonInvalidSignature, 402},
+		{"balance too low", payment.HeaderPaymentV2, func() string { return signedByUnfunded(t, w) }, exact.ReasonInsufficientBalance, 402},
 	}
 	before := w.balance(t, w.payTo)
 	for _, tt := range tests {
@@ -146,7 +147,7 @@ func signedByUnfunded(t *testing.T, w *world) string {
 	sig, _ := d.Sign(a, k)
 	req := payment.RequirementsV2{Scheme: "exact", Network: "eip155:8453", Amount: "50000", Asset: w.chain.Token.Hex(),
 		PayTo: w.payTo.Hex(), MaxTimeoutSeconds: 300, Extra: payment.Extra{Name: "USD Coin", Version: "2"}}
-	h, _ := payment.EncodePayment(2, req, "base", a, sig)
+	h, _ := exact.EncodePayment(2, req, "base", a, sig)
 	return h
 }
 
@@ -178,7 +179,7 @@ func TestReplay(t *testing.T) {
 		t.Errorf("forged replay: %d %s", status, body)
 	}
 	status, _, body = get(t, w, "/regime?other=1", payment.HeaderPaymentV2, h)
-	if status != 402 || reasonOf(t, body) != payment.ReasonAuthorizationReplayed {
+	if status != 402 || reasonOf(t, body) != exact.ReasonAuthorizationReplayed {
 		t.Errorf("other-resource replay: %d %s", status, body)
 	}
 	// A nonce used on chain outside this server's ledger.
@@ -190,15 +191,15 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("direct settle: %+v %v", s, err)
 	}
 	status, _, body = get(t, w, "/regime", payment.HeaderPaymentV2, h2)
-	if status != 402 || reasonOf(t, body) != payment.ReasonNonceUsed {
+	if status != 402 || reasonOf(t, body) != exact.ReasonNonceUsed {
 		t.Errorf("nonce used on chain: %d %s", status, body)
 	}
 }
 
 // mustDecode decodes a header as the facilitator API would receive it.
-func mustDecode(t *testing.T, h string) *payment.Payment {
+func mustDecode(t *testing.T, h string) *exact.Payment {
 	t.Helper()
-	p, err := payment.DecodeHeader(h, 2)
+	p, err := exact.DecodeHeader(h, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,20 +208,20 @@ func mustDecode(t *testing.T, h string) *payment.Payment {
 
 // fake is a facilitator with function fields; nil fields use the real one.
 type fake struct {
-	real    payment.Facilitator
-	verify  func(context.Context, *payment.Payment, *payment.Requirement) (payment.Verification, error)
-	settle  func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
+	real    exact.Facilitator
+	verify  func(context.Context, *exact.Payment, *payment.Requirement) (exact.Verification, error)
+	settle  func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error)
 	settles atomic.Int64
 }
 
-func (f *fake) Verify(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Verification, error) {
+func (f *fake) Verify(ctx context.Context, p *exact.Payment, r *payment.Requirement) (exact.Verification, error) {
 	if f.verify != nil {
 		return f.verify(ctx, p, r)
 	}
 	return f.real.Verify(ctx, p, r)
 }
 
-func (f *fake) Settle(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Settlement, error) {
+func (f *fake) Settle(ctx context.Context, p *exact.Payment, r *payment.Requirement) (exact.Settlement, error) {
 	f.settles.Add(1)
 	if f.settle != nil {
 		return f.settle(ctx, p, r)
@@ -243,38 +244,38 @@ func TestFaults(t *testing.T) {
 		wantSettle int64
 	}{
 		{name: "facilitator unreachable", fake: func(f *fake) {
-			f.verify = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Verification, error) {
-				return payment.Verification{}, &payment.FacilitatorError{Op: "verify", Err: errors.New("connection refused")}
+			f.verify = func(context.Context, *exact.Payment, *payment.Requirement) (exact.Verification, error) {
+				return exact.Verification{}, &payment.FacilitatorError{Op: "verify", Err: errors.New("connection refused")}
 			}
-		}, want: 502, wantState: payment.StateReleased},
+		}, want: 502, wantState: exact.StateReleased},
 		{name: "facilitator slow", fake: func(f *fake) {
-			f.verify = func(ctx context.Context, _ *payment.Payment, _ *payment.Requirement) (payment.Verification, error) {
+			f.verify = func(ctx context.Context, _ *exact.Payment, _ *payment.Requirement) (exact.Verification, error) {
 				<-ctx.Done()
-				return payment.Verification{}, ctx.Err()
+				return exact.Verification{}, ctx.Err()
 			}
-		}, want: 502, wantState: payment.StateReleased},
-		{name: "handler error", status: 503, want: 503, wantState: payment.StateReleased, wantBody: true},
+		}, want: 502, wantState: exact.StateReleased},
+		{name: "handler error", status: 503, want: 503, wantState: exact.StateReleased, wantBody: true},
 		{name: "settlement fails", fake: func(f *fake) {
-			f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-				return payment.Settlement{Reason: payment.ReasonInsufficientBalance}, nil
+			f.settle = func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+				return exact.Settlement{Reason: exact.ReasonInsufficientBalance}, nil
 			}
-		}, want: 402, wantState: payment.StateFailed, wantSettle: 1},
+		}, want: 402, wantState: exact.StateFailed, wantSettle: 1},
 		{name: "settlement outcome unknown", fake: func(f *fake) {
-			f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-				return payment.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("read: connection reset")}
+			f.settle = func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+				return exact.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("read: connection reset")}
 			}
-		}, want: 502, wantState: payment.StatePending, wantSettle: 1},
+		}, want: 502, wantState: exact.StatePending, wantSettle: 1},
 		{name: "settlement times out", fake: func(f *fake) {
-			f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: tx}, nil
+			f.settle = func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+				return exact.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: tx}, nil
 			}
-		}, want: 402, wantState: payment.StatePending, wantSettle: 1},
+		}, want: 402, wantState: exact.StatePending, wantSettle: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{}
-			w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+			w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
 			if tt.fake != nil {
 				tt.fake(f)
 			}
@@ -326,7 +327,7 @@ func TestClientGoneAfterHandler(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		recs, _ := w.ledger.Payments(context.Background())
-		if len(recs) == 1 && recs[0].State == payment.StateSettled {
+		if len(recs) == 1 && recs[0].State == exact.StateSettled {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -344,27 +345,27 @@ func TestUnresolvedSettlementsResolveOnRetry(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name  string
-		first func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
+		first func(f *fake) func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error)
 	}{
-		{"pending, then it landed", func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-			return func(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Settlement, error) {
+		{"pending, then it landed", func(f *fake) func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+			return func(ctx context.Context, p *exact.Payment, r *payment.Requirement) (exact.Settlement, error) {
 				s, err := f.real.Settle(ctx, p, r)
-				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: s.Tx}, err
+				return exact.Settlement{Pending: true, Reason: payment.ReasonSettlementPending, Tx: s.Tx}, err
 			}
 		}},
-		{"unknown, never sent", func(*fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
+		{"unknown, never sent", func(*fake) func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
 			return settleUnknown
 		}},
-		{"pending, never sent", func(f *fake) func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-			return func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-				return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending}, nil
+		{"pending, never sent", func(f *fake) func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+			return func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+				return exact.Settlement{Pending: true, Reason: payment.ReasonSettlementPending}, nil
 			}
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{}
-			w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+			w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
 			f.settle = tt.first(f)
 			before := w.balance(t, w.payTo)
 			h := signedHeader(t, w, 2, "/regime", nil)
@@ -380,7 +381,7 @@ func TestUnresolvedSettlementsResolveOnRetry(t *testing.T) {
 				t.Errorf("payTo received %s, want exactly one payment", got)
 			}
 			recs, _ := w.ledger.Payments(context.Background())
-			if len(recs) != 1 || recs[0].State != payment.StateSettled {
+			if len(recs) != 1 || recs[0].State != exact.StateSettled {
 				t.Errorf("ledger %+v", recs)
 			}
 			c, _ := w.gate.Counters(context.Background())

@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // cdpChecker is a facilitator front that accepts only requests carrying a
@@ -96,9 +97,11 @@ func TestRemoteFacilitatorWithCDPAuth(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var srv *httptest.Server
-			w := newWorld(t, func(l *payment.Local) payment.Facilitator {
-				api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
+			w := newWorld(t, func(l *exact.Local) exact.Facilitator {
+				adapter := exact.NewAdapter(exact.AdapterConfig{Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
 					PayTo: []common.Address{common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")}}, l)
+				api := payment.NewServer(payment.ServerConfig{Network: "eip155:8453", NetworkV1: "base",
+					Schemes: map[string]payment.SchemeFacilitator{exact.Scheme: adapter}}, common.Address{9})
 				srv = httptest.NewServer(cdpChecker(t, "organizations/o/apiKeys/k", k.pub, api.Handler()))
 				t.Cleanup(srv.Close)
 				c, err := payment.NewClient(payment.ClientConfig{URL: srv.URL, Timeout: 10 * time.Second,
@@ -106,7 +109,7 @@ func TestRemoteFacilitatorWithCDPAuth(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return c
+				return exact.NewRemote(c)
 			})
 			for _, version := range []int{2, 1} {
 				res, err := w.payer(version).Get(context.Background(), w.srv.URL+"/regime")
@@ -118,7 +121,7 @@ func TestRemoteFacilitatorWithCDPAuth(t *testing.T) {
 			status, _, body := get(t, w, "/regime", payment.HeaderPaymentV2, signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
 				a.Value.SetInt64(1)
 			}))
-			if status != 402 || !strings.HasPrefix(reasonOf(t, body), payment.ReasonValueMismatch) {
+			if status != 402 || !strings.HasPrefix(reasonOf(t, body), exact.ReasonValueMismatch) {
 				t.Errorf("remote refusal: %d %s", status, body)
 			}
 			resp, err := srv.Client().Get(srv.URL + "/supported")
@@ -158,7 +161,7 @@ func TestClientStrictness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := newWorld(t, func(*payment.Local) payment.Facilitator { return c })
+			w := newWorld(t, func(*exact.Local) exact.Facilitator { return exact.NewRemote(c) })
 			status, _, body := get(t, w, "/regime", payment.HeaderPaymentV2, signedHeader(t, w, 2, "/regime", nil))
 			if status != 502 || strings.Contains(string(body), "RANGE") {
 				t.Errorf("status %d body %s", status, body)

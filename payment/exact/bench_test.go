@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -18,18 +18,19 @@ import (
 	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
-// nopLedger satisfies payment.Ledger for paths that never reach it.
+// nopLedger satisfies exact.Ledger for paths that never reach it.
 type nopLedger struct{}
 
-func (nopLedger) Claim(context.Context, payment.Record, time.Time) (payment.Record, error) {
-	return payment.Record{}, nil
+func (nopLedger) Claim(context.Context, exact.Record, time.Time) (exact.Record, error) {
+	return exact.Record{}, nil
 }
-func (nopLedger) Finish(context.Context, payment.Record) error  { return nil }
-func (nopLedger) Resolve(context.Context, payment.Record) error { return nil }
-func (nopLedger) Lookup(context.Context, payment.Record) (payment.Record, error) {
-	return payment.Record{}, payment.ErrNotFound
+func (nopLedger) Finish(context.Context, exact.Record) error  { return nil }
+func (nopLedger) Resolve(context.Context, exact.Record) error { return nil }
+func (nopLedger) Lookup(context.Context, exact.Record) (exact.Record, error) {
+	return exact.Record{}, exact.ErrNotFound
 }
 func (nopLedger) Totals(context.Context) (map[string]payment.Totals, error) {
 	return nil, nil
@@ -37,13 +38,18 @@ func (nopLedger) Totals(context.Context) (map[string]payment.Totals, error) {
 func (nopLedger) AddChallenges(context.Context, map[string]uint64) error { return nil }
 
 func challengeGate(b *testing.B, obs payment.Observer) http.Handler {
+	// No payment is made: the facilitator is never asked.
+	scheme, err := exact.NewServer(exact.ServerConfig{SettleTimeout: time.Second}, exact.NewRemote(nil), nopLedger{}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	g, err := payment.NewGate(payment.GateConfig{
 		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
-		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, SettleTimeout: time.Second,
-		Observer: obs,
+		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300,
+		Observer: obs, Schemes: []payment.Scheme{scheme},
 	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "ETH regime", Valid: func(*http.Request) bool { return true }}},
-		nil, nopLedger{}, nil, slog.New(slog.DiscardHandler))
+		nopLedger{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,7 +109,7 @@ func BenchmarkChallenge(b *testing.B) {
 
 // instantChain answers the facilitator's reads at once, so a benchmark of
 // Verify measures its CPU alone.
-type instantChain struct{ payment.Chain }
+type instantChain struct{ exact.Chain }
 
 func (instantChain) CodeAt(context.Context, common.Address, *big.Int) ([]byte, error) {
 	return nil, nil
@@ -120,8 +126,12 @@ func BenchmarkVerifyCPU(b *testing.B) {
 	fkey, _ := devnet.DeriveKey(devnet.Mnemonic, 9)
 	asset := common.HexToAddress("0x700b6A60ce7EaaEA56F065753d8dcB9653dbAD35")
 	payTo := common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8")
-	local, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(8453), Key: fkey,
-		Assets: []payment.Asset{{Address: asset, Name: "USD Coin", Version: "2"}}, ReceiptTimeout: time.Second}, instantChain{})
+	sender, err := payment.NewLocal(payment.LocalConfig{ChainID: big.NewInt(8453), Key: fkey, ReceiptTimeout: time.Second}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	local, err := exact.NewLocal(exact.LocalConfig{ChainID: big.NewInt(8453),
+		Assets: []payment.Asset{{Address: asset, Name: "USD Coin", Version: "2"}}}, instantChain{}, sender)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,10 +140,10 @@ func BenchmarkVerifyCPU(b *testing.B) {
 	a := payment.Authorization{From: crypto.PubkeyToAddress(key.PublicKey), To: payTo, Value: big.NewInt(50_000),
 		ValidAfter: big.NewInt(0), ValidBefore: big.NewInt(time.Now().Add(5 * time.Minute).Unix())}
 	sig, _ := req.Domain().Sign(a, key)
-	header, _ := payment.EncodePayment(2, req.V2(), "base", a, sig)
+	header, _ := exact.EncodePayment(2, exact.Entry(req), "base", a, sig)
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := payment.DecodeHeader(header, 2)
+		p, err := exact.DecodeHeader(header, 2)
 		if err != nil {
 			b.Fatal(err)
 		}

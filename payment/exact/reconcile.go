@@ -1,4 +1,4 @@
-package payment
+package exact
 
 import (
 	"context"

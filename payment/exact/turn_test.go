@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -7,29 +7,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 )
 
 // countingBook counts the reconciler's passes; it has nothing unresolved.
 type countingBook struct{ passes atomic.Int64 }
 
-func (b *countingBook) Unresolved(context.Context, time.Time, int) ([]payment.Record, error) {
+func (b *countingBook) Unresolved(context.Context, time.Time, int) ([]exact.Record, error) {
 	b.passes.Add(1)
 	return nil, nil
 }
-func (b *countingBook) Resolve(context.Context, payment.Record) error { return nil }
+func (b *countingBook) Resolve(context.Context, exact.Record) error { return nil }
 
 // TestReconcilerTakesTurns: with Turn set, Run makes a pass only when it
 // is this replica's turn.
 func TestReconcilerTakesTurns(t *testing.T) {
 	t.Parallel()
-	audit, err := payment.NewAuditor(payment.DefaultAuditConfig(), nil)
+	audit, err := exact.NewAuditor(exact.DefaultAuditConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	book := &countingBook{}
 	var asked, granted atomic.Int64
-	cfg := payment.DefaultReconcilerConfig()
+	cfg := exact.DefaultReconcilerConfig()
 	cfg.Interval = 5 * time.Millisecond
 	cfg.Turn = func(context.Context) (bool, error) {
 		n := asked.Add(1)
@@ -39,7 +39,7 @@ func TestReconcilerTakesTurns(t *testing.T) {
 		}
 		return false, nil
 	}
-	r, err := payment.NewReconciler(cfg, book, audit, slog.New(slog.DiscardHandler))
+	r, err := exact.NewReconciler(cfg, book, audit, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

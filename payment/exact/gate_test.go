@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -33,8 +34,8 @@ type world struct {
 	chain   *devnet.Chain
 	client  *ethclient.Client
 	ledger  *store.DB
-	local   *payment.Local
-	audit   *payment.Auditor
+	local   *exact.Local
+	audit   *exact.Auditor
 	gate    *payment.Gate
 	srv     *httptest.Server
 	calls   atomic.Int64
@@ -44,7 +45,7 @@ type world struct {
 	onServe func(*http.Request)
 }
 
-func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
+func newWorld(t testing.TB, f func(*exact.Local) exact.Facilitator) *world {
 	t.Helper()
 	return newWorldWith(t, worldOptions{facilitator: f})
 }
@@ -52,8 +53,8 @@ func newWorld(t testing.TB, f func(*payment.Local) payment.Facilitator) *world {
 // worldOptions change a world's parts: the facilitator and the ledger
 // wrapped around the real ones, the gate's clock and its logger.
 type worldOptions struct {
-	facilitator func(*payment.Local) payment.Facilitator
-	ledger      func(*store.DB) payment.Ledger
+	facilitator func(*exact.Local) exact.Facilitator
+	ledger      func(*store.DB) exact.Ledger
 	now         func() time.Time
 	logger      *slog.Logger
 }
@@ -67,27 +68,20 @@ func newWorldWith(t testing.TB, o worldOptions) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ledger.Close() })
-	local, err := payment.NewLocal(payment.LocalConfig{
-		ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key,
-		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}},
-		Grace:  6 * time.Second, ReceiptTimeout: 5 * time.Second,
-	}, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fac payment.Facilitator = local
+	local := newLocal(t, chain, client, 5*time.Second)
+	var fac exact.Facilitator = local
 	if f != nil {
 		fac = f(local)
 	}
 	w := &world{chain: chain, client: client, ledger: ledger, local: local, payTo: chain.Account(devnet.PayToAccount).Address}
-	audit := payment.DefaultAuditConfig()
+	audit := exact.DefaultAuditConfig()
 	audit.ReceiptWait = 3 * time.Second
-	if w.audit, err = payment.NewAuditor(audit, client); err != nil {
+	if w.audit, err = exact.NewAuditor(audit, client); err != nil {
 		t.Fatal(err)
 	}
 	w.status.Store(200)
 	_, w.token, _ = devnet.TokenArtifact()
-	var gateLedger payment.Ledger = ledger
+	var gateLedger exact.Ledger = ledger
 	if o.ledger != nil {
 		gateLedger = o.ledger(ledger)
 	}
@@ -95,16 +89,16 @@ func newWorldWith(t testing.TB, o worldOptions) *world {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	gate, err := payment.NewGate(payment.GateConfig{
-		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
-		Asset: chain.Token, AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, Decimals: devnet.TokenDecimals,
-		PayTo: w.payTo, MaxTimeout: 300, SettleTimeout: 2 * time.Second, Now: o.now,
-	}, []payment.Route{
+	scheme, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 2 * time.Second, Now: o.now}, fac, gateLedger, w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := payment.NewGate(gateConfig(chain, w.payTo, scheme), []payment.Route{
 		{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }},
 		{Name: "rugcheck", Pattern: "GET /rugcheck/{addr}", PriceUSD: "0.10", Description: "rug check",
 			Valid: func(r *http.Request) bool { return common.IsHexAddress(r.PathValue("addr")) }},
 		{Name: "lanes", Pattern: "GET /lanes", PriceUSD: "0.05", Description: "lanes", Valid: func(*http.Request) bool { return true }},
-	}, fac, gateLedger, w.audit, logger)
+	}, ledger, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +133,37 @@ func (w *world) balance(t testing.TB, a common.Address) *big.Int {
 }
 
 func (w *world) payer(version int) *payment.Payer {
-	return &payment.Payer{Key: w.chain.Account(devnet.PayerAccount).Key, Version: version, Networks: map[string]int64{"base": 8453}}
+	return &payment.Payer{Version: version, Networks: map[string]int64{"base": 8453},
+		Schemes: []payment.SchemeClient{exact.Payer{Key: w.chain.Account(devnet.PayerAccount).Key}}}
+}
+
+// newLocal returns exact's local facilitator on chain, sending from the
+// devnet's facilitator key with receipts awaited up to receiptTimeout.
+func newLocal(t testing.TB, chain *devnet.Chain, client *ethclient.Client, receiptTimeout time.Duration) *exact.Local {
+	t.Helper()
+	sender, err := payment.NewLocal(payment.LocalConfig{
+		ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key, ReceiptTimeout: receiptTimeout,
+	}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := exact.NewLocal(exact.LocalConfig{
+		ChainID: big.NewInt(devnet.ChainID), Grace: 6 * time.Second,
+		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}},
+	}, client, sender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local
+}
+
+// gateConfig is the devnet gate's configuration offering scheme.
+func gateConfig(chain *devnet.Chain, payTo common.Address, scheme payment.Scheme) payment.GateConfig {
+	return payment.GateConfig{
+		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
+		Asset: chain.Token, AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, Decimals: devnet.TokenDecimals,
+		PayTo: payTo, MaxTimeout: 300, Schemes: []payment.Scheme{scheme},
+	}
 }
 
 func TestPaidCallEndToEnd(t *testing.T) {
@@ -167,7 +191,7 @@ func TestPaidCallEndToEnd(t *testing.T) {
 		}
 	}
 	recs, err := w.ledger.Payments(context.Background())
-	if err != nil || len(recs) != 2 || recs[0].State != payment.StateSettled || recs[1].Version != 1 || recs[0].Amount != "50000" {
+	if err != nil || len(recs) != 2 || recs[0].State != exact.StateSettled || recs[1].Version != 1 || recs[0].Amount != "50000" {
 		t.Fatalf("ledger: %+v %v", recs, err)
 	}
 	c, _ := w.gate.Counters(context.Background())
@@ -234,7 +258,7 @@ func TestConcurrentPaymentsSettleOnce(t *testing.T) {
 	}
 	wg.Wait()
 	recs, _ := w.ledger.Payments(context.Background())
-	if len(recs) != 1 || recs[0].State != payment.StateSettled {
+	if len(recs) != 1 || recs[0].State != exact.StateSettled {
 		t.Fatalf("ledger %+v", recs)
 	}
 	n := 0
@@ -285,7 +309,7 @@ func signedHeader(t testing.TB, w *world, version int, path string, mutate func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := payment.EncodePayment(version, req, "base", a, sig)
+	h, err := exact.EncodePayment(version, req, "base", a, sig)
 	if err != nil {
 		t.Fatal(err)
 	}

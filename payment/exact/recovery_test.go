@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -35,8 +36,8 @@ var zeroHash = common.Hash{}.Hex()
 
 // settleUnknown is a facilitator settle whose outcome is lost before
 // anything is sent.
-func settleUnknown(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-	return payment.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("read: connection reset")}
+func settleUnknown(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+	return exact.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("read: connection reset")}
 }
 
 // cancelOnChain burns the authorization's nonce with EIP-3009
@@ -90,7 +91,7 @@ func checkPaidOnce(t *testing.T, w *world, before *big.Int, settlementHeader str
 		t.Errorf("payTo received %s, want exactly one payment of 50000", got)
 	}
 	recs, _ := w.ledger.Payments(context.Background())
-	if len(recs) != 1 || recs[0].State != payment.StateSettled {
+	if len(recs) != 1 || recs[0].State != exact.StateSettled {
 		t.Fatalf("ledger %+v", recs)
 	}
 	s := settlementOf(t, settlementHeader)
@@ -114,21 +115,21 @@ func TestCanceledAuthorizationBuysNothing(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
-		settle func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error)
+		settle func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error)
 		reason string
 	}{
-		{"outcome unknown", settleUnknown, payment.ReasonAuthorizationCanceled},
-		{"pending without a transaction", func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-			return payment.Settlement{Pending: true, Reason: payment.ReasonSettlementPending}, nil
-		}, payment.ReasonAuthorizationCanceled},
-		{"refused", func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-			return payment.Settlement{Reason: payment.ReasonSimulationFailed}, nil
-		}, payment.ReasonNonceUsed},
+		{"outcome unknown", settleUnknown, exact.ReasonAuthorizationCanceled},
+		{"pending without a transaction", func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+			return exact.Settlement{Pending: true, Reason: payment.ReasonSettlementPending}, nil
+		}, exact.ReasonAuthorizationCanceled},
+		{"refused", func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+			return exact.Settlement{Reason: exact.ReasonSimulationFailed}, nil
+		}, exact.ReasonNonceUsed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{}
-			w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+			w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
 			f.settle = tt.settle
 			before := w.balance(t, w.payTo)
 			h := signedHeader(t, w, 2, "/regime", nil)
@@ -142,7 +143,7 @@ func TestCanceledAuthorizationBuysNothing(t *testing.T) {
 				if status != 402 || strings.Contains(string(body), "RANGE") {
 					t.Fatalf("retry %d after cancel: %d %s", i, status, body)
 				}
-				if r := reasonOf(t, body); i == 0 && r != tt.reason || r != tt.reason && r != payment.ReasonNonceUsed {
+				if r := reasonOf(t, body); i == 0 && r != tt.reason || r != tt.reason && r != exact.ReasonNonceUsed {
 					t.Errorf("retry %d after cancel: reason %q, want %s", i, r, tt.reason)
 				}
 				if s := hdr.Get(payment.HeaderPaymentResponseV2); s != "" && settlementOf(t, s).Success {
@@ -153,7 +154,7 @@ func TestCanceledAuthorizationBuysNothing(t *testing.T) {
 				t.Error("funds moved")
 			}
 			recs, _ := w.ledger.Payments(context.Background())
-			if len(recs) != 1 || recs[0].State != payment.StateFailed {
+			if len(recs) != 1 || recs[0].State != exact.StateFailed {
 				t.Errorf("ledger %+v, want failed", recs)
 			}
 			if c, _ := w.gate.Counters(context.Background()); c["regime"].Paid != 0 {
@@ -166,12 +167,12 @@ func TestCanceledAuthorizationBuysNothing(t *testing.T) {
 // failingSettledWrites is a ledger whose first writes of a settlement
 // fail, as a database locked past its busy timeout or a full disk would.
 type failingSettledWrites struct {
-	payment.Ledger
+	exact.Ledger
 	failures atomic.Int64
 }
 
-func (l *failingSettledWrites) Resolve(ctx context.Context, rec payment.Record) error {
-	if rec.State == payment.StateSettled && l.failures.Add(-1) >= 0 {
+func (l *failingSettledWrites) Resolve(ctx context.Context, rec exact.Record) error {
+	if rec.State == exact.StateSettled && l.failures.Add(-1) >= 0 {
 		return errors.New("database is locked (SQLITE_BUSY)")
 	}
 	return l.Ledger.Resolve(ctx, rec)
@@ -200,7 +201,7 @@ func TestChargedButUnrecordedIsServed(t *testing.T) {
 			failing := &failingSettledWrites{}
 			failing.failures.Store(1)
 			w := newWorldWith(t, worldOptions{
-				ledger: func(l *store.DB) payment.Ledger { failing.Ledger = l; return failing },
+				ledger: func(l *store.DB) exact.Ledger { failing.Ledger = l; return failing },
 				now:    func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },
 			})
 			before := w.balance(t, w.payTo)
@@ -214,14 +215,14 @@ func TestChargedButUnrecordedIsServed(t *testing.T) {
 			}
 			skew.Store(int64(tt.later))
 			if tt.reconcile {
-				rc := payment.DefaultReconcilerConfig()
+				rc := exact.DefaultReconcilerConfig()
 				rc.MinAge = 0
-				r, err := payment.NewReconciler(rc, w.ledger, w.audit, slog.New(slog.DiscardHandler))
+				r, err := exact.NewReconciler(rc, w.ledger, w.audit, slog.New(slog.DiscardHandler))
 				if err != nil {
 					t.Fatal(err)
 				}
 				res, err := r.Once(context.Background())
-				if err != nil || len(res) != 1 || res[0].State != payment.StateSettled || res[0].Tx == "" || res[0].Tx == zeroHash {
+				if err != nil || len(res) != 1 || res[0].State != exact.StateSettled || res[0].Tx == "" || res[0].Tx == zeroHash {
 					t.Fatalf("reconciler: %+v %v", res, err)
 				}
 				if n, _, _ := w.ledger.UnresolvedSummary(context.Background()); n != 0 {
@@ -248,10 +249,10 @@ func TestChargedButUnrecordedIsServed(t *testing.T) {
 func TestLostSettlementAnswerFoundOnChain(t *testing.T) {
 	t.Parallel()
 	f := &fake{}
-	w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
-	f.settle = func(ctx context.Context, p *payment.Payment, r *payment.Requirement) (payment.Settlement, error) {
+	w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
+	f.settle = func(ctx context.Context, p *exact.Payment, r *payment.Requirement) (exact.Settlement, error) {
 		_, _ = f.real.Settle(ctx, p, r)
-		return payment.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("timeout")}
+		return exact.Settlement{}, &payment.FacilitatorError{Op: "settle", Err: errors.New("timeout")}
 	}
 	before := w.balance(t, w.payTo)
 	status, hdr, body := get(t, w, "/regime", payment.HeaderPaymentV2, signedHeader(t, w, 2, "/regime", nil))
@@ -289,22 +290,22 @@ func TestLyingFacilitator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{}
-			w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+			w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
 			lie := tt.tx(t, w)
-			f.settle = func(_ context.Context, p *payment.Payment, _ *payment.Requirement) (payment.Settlement, error) {
-				return payment.Settlement{Success: true, Tx: lie, Payer: p.Authorization.From}, nil
+			f.settle = func(_ context.Context, p *exact.Payment, _ *payment.Requirement) (exact.Settlement, error) {
+				return exact.Settlement{Success: true, Tx: lie, Payer: p.Authorization.From}, nil
 			}
 			before := w.balance(t, w.payTo)
 			h := signedHeader(t, w, 2, "/regime", nil)
 			status, hdr, body := get(t, w, "/regime", payment.HeaderPaymentV2, h)
-			if status != 502 || strings.Contains(string(body), "RANGE") || !strings.Contains(string(body), payment.ReasonSettlementUnconfirmed) {
+			if status != 502 || strings.Contains(string(body), "RANGE") || !strings.Contains(string(body), exact.ReasonSettlementUnconfirmed) {
 				t.Fatalf("lying facilitator: %d %s", status, body)
 			}
 			if hdr.Get(payment.HeaderPaymentResponseV2) != "" {
 				t.Error("a settlement header was sent for an unconfirmed settlement")
 			}
 			recs, _ := w.ledger.Payments(context.Background())
-			if len(recs) != 1 || recs[0].State != payment.StatePending || recs[0].Tx != "" {
+			if len(recs) != 1 || recs[0].State != exact.StatePending || recs[0].Tx != "" {
 				t.Fatalf("ledger %+v, want pending without the claimed hash", recs)
 			}
 			f.settle = nil
@@ -342,7 +343,7 @@ func TestValidityBound(t *testing.T) {
 			if status != tt.want {
 				t.Fatalf("%d %s", status, body)
 			}
-			if tt.want == 402 && reasonOf(t, body) != payment.ReasonValidityTooLong {
+			if tt.want == 402 && reasonOf(t, body) != exact.ReasonValidityTooLong {
 				t.Errorf("reason %q", reasonOf(t, body))
 			}
 		})
@@ -404,7 +405,7 @@ func TestResourceBinding(t *testing.T) {
 func TestReconcilerFailsWhatCanNeverPay(t *testing.T) {
 	t.Parallel()
 	f := &fake{}
-	w := newWorld(t, func(l *payment.Local) payment.Facilitator { f.real = l; return f })
+	w := newWorld(t, func(l *exact.Local) exact.Facilitator { f.real = l; return f })
 	f.settle = settleUnknown
 	canceled := signedHeader(t, w, 2, "/regime", nil)
 	expiring := signedHeader(t, w, 2, "/regime", func(a *payment.Authorization, _ *payment.RequirementsV2) {
@@ -430,9 +431,9 @@ func TestReconcilerFailsWhatCanNeverPay(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	var logs syncBuffer
-	rc := payment.DefaultReconcilerConfig()
+	rc := exact.DefaultReconcilerConfig()
 	rc.MinAge = 0
-	r, _ := payment.NewReconciler(rc, w.ledger, w.audit, slog.New(slog.NewTextHandler(&logs, nil)))
+	r, _ := exact.NewReconciler(rc, w.ledger, w.audit, slog.New(slog.NewTextHandler(&logs, nil)))
 	res, err := r.Once(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -443,8 +444,8 @@ func TestReconcilerFailsWhatCanNeverPay(t *testing.T) {
 	}
 	nonce := func(h string) string { a := mustDecode(t, h).Authorization; return common.Hash(a.Nonce).Hex() }
 	want := map[string]string{
-		nonce(canceled): payment.StateFailed + " " + payment.ReasonAuthorizationCanceled,
-		nonce(expiring): payment.StateFailed + " " + payment.ReasonExpiredUnused,
+		nonce(canceled): exact.StateFailed + " " + exact.ReasonAuthorizationCanceled,
+		nonce(expiring): exact.StateFailed + " " + exact.ReasonExpiredUnused,
 	}
 	if len(got) != 2 || got[nonce(canceled)] != want[nonce(canceled)] || got[nonce(expiring)] != want[nonce(expiring)] {
 		t.Errorf("resolutions %v, want %v", got, want)
@@ -474,11 +475,11 @@ func TestFailedSettlementIsLogged(t *testing.T) {
 	f := &fake{}
 	tx := common.HexToHash("0x77")
 	w := newWorldWith(t, worldOptions{
-		facilitator: func(l *payment.Local) payment.Facilitator { f.real = l; return f },
+		facilitator: func(l *exact.Local) exact.Facilitator { f.real = l; return f },
 		logger:      slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	f.settle = func(context.Context, *payment.Payment, *payment.Requirement) (payment.Settlement, error) {
-		return payment.Settlement{Reason: payment.ReasonTransactionFailed, Message: "execution reverted: FiatTokenV2: authorization is expired", Tx: tx}, nil
+	f.settle = func(context.Context, *exact.Payment, *payment.Requirement) (exact.Settlement, error) {
+		return exact.Settlement{Reason: exact.ReasonTransactionFailed, Message: "execution reverted: FiatTokenV2: authorization is expired", Tx: tx}, nil
 	}
 	if status, _, _ := get(t, w, "/regime", payment.HeaderPaymentV2, signedHeader(t, w, 2, "/regime", nil)); status != 402 {
 		t.Fatalf("status %d", status)
@@ -489,7 +490,7 @@ func TestFailedSettlementIsLogged(t *testing.T) {
 			line = l
 		}
 	}
-	if !strings.Contains(line, "level=WARN") || !strings.Contains(line, payment.ReasonTransactionFailed) ||
+	if !strings.Contains(line, "level=WARN") || !strings.Contains(line, exact.ReasonTransactionFailed) ||
 		!strings.Contains(line, "authorization is expired") || !strings.Contains(line, tx.Hex()) {
 		t.Errorf("settlement failure log line %q", line)
 	}
@@ -515,12 +516,13 @@ func TestChallengeCountsSurviveRestarts(t *testing.T) {
 		t.Fatalf("before the flush: %+v", c)
 	}
 	w.gate.FlushCounters(context.Background())
-	again, err := payment.NewGate(payment.GateConfig{
-		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
-		Asset: w.chain.Token, AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, Decimals: devnet.TokenDecimals,
-		PayTo: w.payTo, MaxTimeout: 300, SettleTimeout: 2 * time.Second,
-	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Valid: func(*http.Request) bool { return true }}},
-		w.local, w.ledger, w.audit, slog.New(slog.DiscardHandler))
+	scheme, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 2 * time.Second}, w.local, w.ledger, w.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := payment.NewGate(gateConfig(w.chain, w.payTo, scheme),
+		[]payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Valid: func(*http.Request) bool { return true }}},
+		w.ledger, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,12 +553,12 @@ func (b *syncBuffer) String() string {
 // its settlement, another request (a retry on another replica that found
 // the transfer on chain) records the same settlement with its own answer.
 type answeredFirst struct {
-	payment.Ledger
+	exact.Ledger
 	once sync.Once
 }
 
-func (l *answeredFirst) Resolve(ctx context.Context, rec payment.Record) error {
-	if rec.State == payment.StateSettled && rec.Response != nil {
+func (l *answeredFirst) Resolve(ctx context.Context, rec exact.Record) error {
+	if rec.State == exact.StateSettled && rec.Response != nil {
 		l.once.Do(func() {
 			other := rec
 			other.Response = []byte(`{"regime":"RANGE","answeredBy":"another replica"}`)
@@ -572,7 +574,7 @@ func (l *answeredFirst) Resolve(ctx context.Context, rec payment.Record) error {
 func TestOnePaymentOneAnswer(t *testing.T) {
 	t.Parallel()
 	first := &answeredFirst{}
-	w := newWorldWith(t, worldOptions{ledger: func(l *store.DB) payment.Ledger { first.Ledger = l; return first }})
+	w := newWorldWith(t, worldOptions{ledger: func(l *store.DB) exact.Ledger { first.Ledger = l; return first }})
 	before := w.balance(t, w.payTo)
 	h := signedHeader(t, w, 2, "/regime", nil)
 	status, hdr, body := get(t, w, "/regime", payment.HeaderPaymentV2, h)

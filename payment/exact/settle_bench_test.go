@@ -1,4 +1,4 @@
-package payment_test
+package exact_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/store"
 )
 
@@ -39,21 +40,15 @@ func newSettleBench(b *testing.B) *settleBench {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { ledger.Close() })
-	local, err := payment.NewLocal(payment.LocalConfig{
-		ChainID: big.NewInt(devnet.ChainID), Key: chain.Account(devnet.FacilitatorAccount).Key,
-		Assets: []payment.Asset{{Address: chain.Token, Name: devnet.TokenName, Version: devnet.TokenVersion}},
-		Grace:  6 * time.Second, ReceiptTimeout: 10 * time.Second,
-	}, client)
+	local := newLocal(b, chain, client, 10*time.Second)
+	payTo := chain.Account(devnet.PayToAccount).Address
+	scheme, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 20 * time.Second}, local, ledger, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	payTo := chain.Account(devnet.PayToAccount).Address
-	gate, err := payment.NewGate(payment.GateConfig{
-		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(devnet.ChainID),
-		Asset: chain.Token, AssetName: devnet.TokenName, AssetVersion: devnet.TokenVersion, Decimals: devnet.TokenDecimals,
-		PayTo: payTo, MaxTimeout: 300, SettleTimeout: 20 * time.Second,
-	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }}},
-		local, ledger, nil, slog.New(slog.DiscardHandler))
+	gate, err := payment.NewGate(gateConfig(chain, payTo, scheme),
+		[]payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }}},
+		ledger, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +82,7 @@ func (sb *settleBench) header(b *testing.B, payer int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := payment.EncodePayment(2, sb.req, "base", a, sig)
+	h, err := exact.EncodePayment(2, sb.req, "base", a, sig)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package payment
+package exact
 
 import (
 	"context"
@@ -49,13 +49,6 @@ type Record struct {
 	PrevTx    string
 }
 
-// Totals are one operation's durable counters.
-type Totals struct {
-	Paid       uint64 // settled payments
-	Amount     string // settled atomic units, decimal
-	Challenges uint64 // 402s sent for a missing payment, as flushed
-}
-
 // Ledger errors.
 var (
 	// ErrNotFound means the ledger has no record of the payment.
@@ -73,7 +66,7 @@ var (
 	ErrAnswered = errors.New("payment: settled and answered by another request")
 )
 
-// Ledger stores payments durably. The gate declares it; *store.DB
+// Ledger stores exact payments durably. Server declares it; *store.DB
 // implements it on SQLite or PostgreSQL.
 //
 // Two kinds of writes: Finish records what a request holding the claim
@@ -102,9 +95,4 @@ type Ledger interface {
 	Resolve(ctx context.Context, rec Record) error
 	// Lookup returns the record of rec's key, or ErrNotFound.
 	Lookup(ctx context.Context, rec Record) (Record, error)
-	// Totals returns the counters of every operation that has any.
-	Totals(ctx context.Context) (map[string]Totals, error)
-	// AddChallenges adds to the operations' challenge counts, in one
-	// write.
-	AddChallenges(ctx context.Context, counts map[string]uint64) error
 }
