@@ -28,7 +28,7 @@ type Chain interface {
 
 // Transactor sends the facilitator's transactions and waits for their
 // receipts; *payment.Local provides it, sharing its gas key's nonces with
-// exact's settlements. A Sent with Refused set is a simulation that
+// the other schemes. A Sent with Refused set is a simulation that
 // reverted (nothing was sent); a nil Receipt is a transaction not mined
 // within the transactor's receipt timeout.
 type Transactor interface {
