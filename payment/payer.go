@@ -75,7 +75,7 @@ func (p *Payer) Get(ctx context.Context, url string) (*PaidResult, error) {
 	if first.status != http.StatusPaymentRequired {
 		return &PaidResult{Status: first.status, Body: first.body}, nil
 	}
-	o, sc, err := p.choose(first, "")
+	o, sc, err := p.choose(first)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (p *Payer) Sign(ctx context.Context, url string) (SignedPayment, error) {
 	if first.status != http.StatusPaymentRequired {
 		return SignedPayment{}, fmt.Errorf("pay: %s answered %d, not 402", url, first.status)
 	}
-	o, sc, err := p.choose(first, "")
+	o, sc, err := p.choose(first)
 	if err != nil {
 		return SignedPayment{}, err
 	}
@@ -141,17 +141,13 @@ func (p *Payer) Offer(ctx context.Context, url, scheme string) (Offer, error) {
 }
 
 // choose picks the offer of the payer's most preferred scheme client
-// that the 402 offers (of scheme only, when it is not empty), within
-// MaxAmount.
-func (p *Payer) choose(r *response, scheme string) (Offer, SchemeClient, error) {
+// that the 402 offers, within MaxAmount.
+func (p *Payer) choose(r *response) (Offer, SchemeClient, error) {
 	offers, err := p.offers(r)
 	if err != nil {
 		return Offer{}, nil, err
 	}
 	for _, sc := range p.Schemes {
-		if scheme != "" && sc.Name() != scheme {
-			continue
-		}
 		for _, o := range offers {
 			if o.Entry.Scheme != sc.Name() {
 				continue
