@@ -3,19 +3,12 @@ package gateway_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"log/slog"
-	"math/big"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-
-	"github.com/tollgate/tollgate/gateway"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/exact"
-	"github.com/tollgate/tollgate/service/catalog"
 )
 
 // refusingLedger is enough for challenges, which never reach the ledger.
@@ -41,17 +34,7 @@ func TestChallengeMatchesOpenAPI(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	doc := loadServedDocument(t, s)
-	cat, _ := catalog.Load()
-	gate, err := payment.NewGate(payment.GateConfig{
-		PublicURL: publicURL, Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
-		Asset: common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), AssetName: "USD Coin", AssetVersion: "2", Decimals: 6,
-		PayTo: common.HexToAddress("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"), MaxTimeout: 300, Schemes: []payment.Scheme{challengeOnly(t)},
-	}, gateway.PaidRoutes(cat), nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gate.Handler(s.handler))
-	defer srv.Close()
+	srv := paidServer(t, s)
 	want := map[string]string{
 		"/candles": "20000", "/rugcheck/" + usdc: "100000", "/whales": "150000", "/signal": "200000",
 		"/signal-pack": "500000", "/token/" + usdc: "50000", "/regime": "50000", "/lanes": "50000", "/forecast?pred_len=12": "250000",
