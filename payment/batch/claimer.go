@@ -203,32 +203,10 @@ func (c *Claimer) Wake() {
 // Run claims every Poll, and when woken, until ctx ends; each pass runs
 // only when Turn says it is this replica's.
 func (c *Claimer) Run(ctx context.Context) {
-	t := time.NewTicker(c.cfg.Poll)
-	defer t.Stop()
-	for {
-		mine, err := c.turn(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.logger.WarnContext(ctx, "claimer: taking the turn failed; this pass is skipped", "err", err)
-		case mine:
-			if _, err := c.Once(ctx); err != nil && ctx.Err() == nil {
-				c.logger.WarnContext(ctx, "claimer pass failed", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-c.wake:
-		}
-	}
-}
-
-func (c *Claimer) turn(ctx context.Context) (bool, error) {
-	if c.cfg.Turn == nil {
-		return true, nil
-	}
-	return c.cfg.Turn(ctx)
+	payment.Periodic(ctx, c.cfg.Poll, c.wake, c.cfg.Turn, func(ctx context.Context) error {
+		_, err := c.Once(ctx)
+		return err
+	}, c.logger, "claimer")
 }
 
 // ClaimReport is what one pass saw and did.

@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/tollgate/tollgate/payment"
 )
 
 // withdrawInitiatedTopic is topic0 of the escrow's
@@ -93,27 +94,10 @@ func NewWatcher(cfg WatcherConfig, logs Logs, store WatchStore, logger *slog.Log
 
 // Run reads new blocks every Poll until ctx ends, when Turn says so.
 func (w *Watcher) Run(ctx context.Context) {
-	t := time.NewTicker(w.cfg.Poll)
-	defer t.Stop()
-	for {
-		mine := true
-		if w.cfg.Turn != nil {
-			var err error
-			if mine, err = w.cfg.Turn(ctx); err != nil && ctx.Err() == nil {
-				w.logger.WarnContext(ctx, "escrow watcher: taking the turn failed; this pass is skipped", "err", err)
-			}
-		}
-		if mine {
-			if _, err := w.Once(ctx); err != nil && ctx.Err() == nil {
-				w.logger.WarnContext(ctx, "escrow watcher pass failed", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	payment.Periodic(ctx, w.cfg.Poll, nil, w.cfg.Turn, func(ctx context.Context) error {
+		_, err := w.Once(ctx)
+		return err
+	}, w.logger, "escrow watcher")
 }
 
 // Once reads the blocks from where the last pass stopped (Lookback

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/tollgate/tollgate/payment"
 )
 
 // Book is what the reconciler needs of the ledger; *store.DB provides
@@ -80,31 +81,10 @@ type Resolution struct {
 
 // Run reconciles every Interval until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		mine, err := r.turn(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			r.logger.WarnContext(ctx, "reconciler: taking the turn failed; this pass is skipped", "err", err)
-		case mine:
-			if _, err := r.Once(ctx); err != nil && ctx.Err() == nil {
-				r.logger.WarnContext(ctx, "reconciler pass failed", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (r *Reconciler) turn(ctx context.Context) (bool, error) {
-	if r.cfg.Turn == nil {
-		return true, nil
-	}
-	return r.cfg.Turn(ctx)
+	payment.Periodic(ctx, r.cfg.Interval, nil, r.cfg.Turn, func(ctx context.Context) error {
+		_, err := r.Once(ctx)
+		return err
+	}, r.logger, "reconciler")
 }
 
 // Once runs one pass and returns what it resolved. A payment the chain
