@@ -61,10 +61,9 @@ type Exchange struct {
 	Requirement *Requirement
 	Envelope    *Envelope
 
-	w      http.ResponseWriter
-	g      *Gate
-	next   http.Handler
-	accept []RequirementsV2 // the challenge's accepts entries
+	w    http.ResponseWriter
+	g    *Gate
+	next http.Handler
 }
 
 // Response is a handler's answer, held until the payment is settled.
