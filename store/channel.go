@@ -21,7 +21,9 @@ import (
 const channelLockClass = 0x7831 // "x1"
 
 const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
-	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since FROM channels`
+	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since,
+	refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
+	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at FROM channels`
 
 // Channel implements batch.Store.
 func (s *DB) Channel(ctx context.Context, id common.Hash) (batch.Channel, bool, error) {
@@ -90,12 +92,18 @@ func (s *DB) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch
 		if err := saveChannel(ctx, tx, c); err != nil {
 			return batch.Channel{}, err
 		}
+		if c.NewCharge != nil {
+			if err := s.insertCharge(ctx, tx, c); err != nil {
+				return batch.Channel{}, err
+			}
+		}
 	default:
 		return batch.Channel{}, fmt.Errorf("store: update channel: unknown change %d", change)
 	}
 	if err := tx.Commit(); err != nil {
 		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
 	}
+	c.NewCharge = nil
 	return c, nil
 }
 
@@ -108,18 +116,34 @@ func saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 	if p := c.Pending; p != nil {
 		pendingID, pendingMax, pendingExpires = p.ID, decimal(p.SignedMax), p.ExpiresAt.UTC().Format(timeFormat)
 	}
+	var refundNonce, refundAmount, refundAt string
+	if r := c.RefundPending; r != nil {
+		refundNonce, refundAmount, refundAt = decimal(r.Nonce), decimal(r.Amount), stamp(r.At)
+	}
+	var a batch.Answer
+	if c.Answer != nil {
+		a = *c.Answer
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
-			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
+			refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
+			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
 			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
 			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
 			synced_at = excluded.synced_at, last_request = excluded.last_request, pending_id = excluded.pending_id,
 			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, unclaimed_since = excluded.unclaimed_since,
-			updated_at = excluded.updated_at`,
+			updated_at = excluded.updated_at, refund_pending_nonce = excluded.refund_pending_nonce,
+			refund_pending_amount = excluded.refund_pending_amount, refund_pending_at = excluded.refund_pending_at,
+			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
+			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
+			foreign_claim_at = excluded.foreign_claim_at`,
 		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
-		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat))
+		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),
+		refundNonce, refundAmount, refundAt, stamp(c.LastRefundAt),
+		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt))
 	if err != nil {
 		return fmt.Errorf("store: save channel: %w", err)
 	}
@@ -132,10 +156,14 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		c                                                             batch.Channel
 		id, config, charged, signedMax, balance, claimed, refundNonce string
 		synced, last, pendingID, pendingMax, pendingExpires, since    string
+		rpNonce, rpAmount, rpAt, lastRefund, foreign                  string
+		a                                                             batch.Answer
+		answerAt                                                      string
 		withdraw                                                      int64
 	)
 	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
-		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since); err != nil {
+		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since,
+		&rpNonce, &rpAmount, &rpAt, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign); err != nil {
 		return batch.Channel{}, err
 	}
 	c.ID = common.HexToHash(id)
@@ -160,6 +188,30 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 	}
 	if c.UnclaimedSince, err = parseStamp(since); err != nil {
 		return batch.Channel{}, err
+	}
+	for _, f := range []struct {
+		dst *time.Time
+		src string
+	}{{&c.LastRefundAt, lastRefund}, {&c.ForeignClaimAt, foreign}, {&a.At, answerAt}} {
+		if *f.dst, err = parseStamp(f.src); err != nil {
+			return batch.Channel{}, err
+		}
+	}
+	if a.Resource != "" {
+		c.Answer = &a
+	}
+	if rpNonce != "" {
+		r := &batch.PendingRefund{}
+		if r.Nonce, err = parseDecimal(rpNonce); err != nil {
+			return batch.Channel{}, err
+		}
+		if r.Amount, err = parseDecimal(rpAmount); err != nil {
+			return batch.Channel{}, err
+		}
+		if r.At, err = parseStamp(rpAt); err != nil {
+			return batch.Channel{}, err
+		}
+		c.RefundPending = r
 	}
 	if pendingID != "" {
 		p := &batch.Reservation{ID: pendingID}

@@ -137,6 +137,34 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX batch_txs_sent_at ON batch_txs (sent_at)`,
 	},
+	// Batch-settlement's guarantees (issue 20): a refund in flight, the
+	// refund rate, the last answer for a resent voucher, claims made
+	// elsewhere; and every voucher call in the books (charge.go).
+	8: {
+		`ALTER TABLE channels ADD COLUMN refund_pending_nonce TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN refund_pending_amount TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN refund_pending_at TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN last_refund_at TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN answer_resource TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN answer_type TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN answer_body BLOB`,
+		`ALTER TABLE channels ADD COLUMN answer_settlement BLOB`,
+		`ALTER TABLE channels ADD COLUMN answer_at TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN foreign_claim_at TEXT NOT NULL DEFAULT ''`,
+		`CREATE TABLE batch_charges (
+			channel    TEXT NOT NULL,
+			cumulative TEXT NOT NULL,
+			operation  TEXT NOT NULL,
+			resource   TEXT NOT NULL,
+			payer      TEXT NOT NULL,
+			pay_to     TEXT NOT NULL,
+			asset      TEXT NOT NULL,
+			amount     TEXT NOT NULL,
+			charged_at TEXT NOT NULL,
+			PRIMARY KEY (channel, cumulative)
+		)`,
+		`CREATE INDEX batch_charges_charged_at ON batch_charges (charged_at)`,
+	},
 }
 
 // execer is a *sql.DB or one of its connections.

@@ -59,6 +59,51 @@ type Channel struct {
 	// Pending is the request being served on the channel, if any: one at a
 	// time per channel, across replicas, until it commits or expires.
 	Pending *Reservation
+	// RefundPending is a cooperative refund sent (or whose sending is
+	// unknown) that the mirror does not show landed yet: until a read of
+	// the escrow shows its nonce used, its amount is taken off the balance
+	// every voucher is checked against.
+	RefundPending *PendingRefund
+	// LastRefundAt is when the last cooperative refund was asked of the
+	// facilitator: refunds are rate-limited per channel.
+	LastRefundAt time.Time
+	// Answer is the last paid answer on the channel, kept for a resend of
+	// its voucher (the answer was lost on the way back).
+	Answer *Answer
+	// ForeignClaimAt is when the escrow was seen to claim on this channel
+	// beyond what this store claimed (another server, or a store that lost
+	// its records): the channel is no longer served. Zero: never.
+	ForeignClaimAt time.Time
+	// NewCharge, when set by an update, is written to the books in the
+	// same transaction as the channel (Save); it is never read back.
+	NewCharge *Charge
+}
+
+// PendingRefund is a cooperative refund that may still land.
+type PendingRefund struct {
+	Nonce  *big.Int // the escrow's refund nonce it uses
+	Amount *big.Int
+	At     time.Time
+}
+
+// Answer is a paid answer as a resend of its voucher gets it again.
+type Answer struct {
+	Resource    string // the request URI (path and query) it answered
+	ContentType string
+	Body        []byte
+	Settlement  []byte // the PAYMENT-RESPONSE object, JSON
+	At          time.Time
+}
+
+// Charge is one request a channel paid for, as the books record it.
+type Charge struct {
+	Operation string
+	Resource  string
+	Amount    *big.Int
+	// Cumulative is the channel's charged total after this charge: with
+	// the channel id, the charge's key.
+	Cumulative *big.Int
+	At         time.Time
 }
 
 // Reservation holds a channel for one request between its verification
