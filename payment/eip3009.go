@@ -99,21 +99,23 @@ func (d Domain) Recover(a Authorization, sig []byte) (common.Address, error) {
 	return RecoverDigest(d.Digest(a), sig)
 }
 
-// RecoverDigest returns the address that signed an EIP-712 digest. It
-// accepts v as 0/1 or 27/28 and refuses high-s signatures (malleable), as
-// FiatToken and OpenZeppelin's ECDSA do.
+// RecoverDigest returns the address that signed an EIP-712 digest,
+// accepting exactly the signatures the contracts we relay them to accept
+// (FiatToken's ECRecover, OpenZeppelin's ECDSA in the batch-settlement
+// escrow): 65 bytes r‖s‖v, v 27 or 28, s in the lower half of the curve
+// order. The same signature with v 0/1 is refused: the escrow and the
+// token would refuse it on chain, so an answer served on it could never
+// be paid.
 func RecoverDigest(digest common.Hash, sig []byte) (common.Address, error) {
 	if len(sig) != 65 {
 		return common.Address{}, fmt.Errorf("%w: %d bytes, want 65", errBadSignature, len(sig))
 	}
+	if sig[64] != 27 && sig[64] != 28 {
+		return common.Address{}, fmt.Errorf("%w: v = %d, want 27 or 28", errBadSignature, sig[64])
+	}
 	s := make([]byte, 65)
 	copy(s, sig)
-	if s[64] >= 27 {
-		s[64] -= 27
-	}
-	if s[64] > 1 {
-		return common.Address{}, fmt.Errorf("%w: v = %d", errBadSignature, sig[64])
-	}
+	s[64] -= 27
 	if new(big.Int).SetBytes(s[32:64]).Cmp(halfOrder) > 0 {
 		return common.Address{}, fmt.Errorf("%w: high s", errBadSignature)
 	}

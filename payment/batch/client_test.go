@@ -34,8 +34,11 @@ func TestPayerPayloads(t *testing.T) {
 		t.Fatalf("voucher: %v / bind %v", err, f.terms.Bind(p))
 	}
 	mirror := Channel{ID: id, Config: cfg, Charged: big.NewInt(50_000), Balance: big.NewInt(1_000_000), TotalClaimed: big.NewInt(0), SyncedAt: time.Now()}
-	if fresh, err := f.terms.VerifyLocally(mirror, p, time.Now(), time.Minute); !fresh || err != nil {
-		t.Errorf("local verification: fresh %v, %v", fresh, err)
+	if err := f.terms.Signed(p); err != nil {
+		t.Errorf("signature: %v", err)
+	}
+	if err := Payable(mirror, p, time.Now(), time.Minute, false); err != nil {
+		t.Errorf("payable from the mirror: %v", err)
 	}
 
 	dep := &DepositRequest{Amount: big.NewInt(1_000_000), Token: token, ValidBefore: big.NewInt(1_900_000_000), Salt: big.NewInt(42)}

@@ -364,7 +364,7 @@ func (l *Local) Deposit(ctx context.Context, p *Payment, req payment.Requirement
 // Claim implements Facilitator: claimWithSignature of rows, signed with
 // the facilitator's authorizer key when sig is nil.
 func (l *Local) Claim(ctx context.Context, rows []Claim, sig []byte) (Outcome, error) {
-	if e := checkClaims(rows); e != nil {
+	if e := checkClaims(l.cfg.Escrow, rows); e != nil {
 		return Outcome{Reason: e.Reason, Message: e.Message}, nil
 	}
 	data, e, err := l.claimData(rows, sig)
@@ -376,8 +376,10 @@ func (l *Local) Claim(ctx context.Context, rows []Claim, sig []byte) (Outcome, e
 }
 
 // checkClaims refuses rows that cannot make one claim: none, a missing
-// amount, amounts beyond uint128, or receiver authorizers that differ.
-func checkClaims(rows []Claim) *Error {
+// amount, amounts beyond uint128, receiver authorizers that differ, a
+// claim beyond its voucher, or a voucher the escrow would refuse (not
+// signed by the row's payer authorizer as ECDSA.recover checks it).
+func checkClaims(escrow Escrow, rows []Claim) *Error {
 	if len(rows) == 0 {
 		return refuse(ReasonClaimPayload, "a claim needs at least one row")
 	}
@@ -387,6 +389,13 @@ func checkClaims(rows []Claim) *Error {
 		}
 		if r.Config.ReceiverAuthorizer != rows[0].Config.ReceiverAuthorizer {
 			return refuse(ReasonClaimPayload, "row %d: the rows of one claim must share their receiverAuthorizer", i)
+		}
+		if r.TotalClaimed.Cmp(r.MaxClaimable) > 0 {
+			return refuse(ReasonClaimPayload, "row %d: claims %s beyond its voucher's %s", i, r.TotalClaimed, r.MaxClaimable)
+		}
+		p := &Payment{Config: r.Config, ChannelID: escrow.ChannelID(r.Config), MaxClaimable: r.MaxClaimable, Signature: r.Signature}
+		if err := (Terms{Escrow: escrow}).Signed(p); err != nil {
+			return refuse(ReasonClaimPayload, "row %d: %s", i, err.(*Error).Message)
 		}
 	}
 	return nil
@@ -458,7 +467,7 @@ func (l *Local) Refund(ctx context.Context, o RefundOrder) (Outcome, error) {
 		return Outcome{Reason: ReasonRefundAmountInvalid, Message: "a refund's amount must be a positive uint128"}, nil
 	}
 	if len(o.Claims) > 0 {
-		if e := checkClaims(o.Claims); e != nil {
+		if e := checkClaims(l.cfg.Escrow, o.Claims); e != nil {
 			return Outcome{Reason: ReasonRefundPayload, Message: e.Message}, nil
 		}
 	}

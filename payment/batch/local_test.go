@@ -193,11 +193,27 @@ func TestLocalChannelLife(t *testing.T) {
 	if err != nil || !out.Success {
 		t.Fatalf("claim = %+v, %v", out, err)
 	}
-	// A row signed by someone else sinks the claim in its simulation.
+	// A row the escrow would refuse is refused before anything is sent:
+	// signed by someone else, or with v 0/1 (the same signature).
 	bad := facClaim(t, e.payer(3), terms, mul(3, facPrice), mul(3, facPrice))
 	bad.Config = facClaim(t, payer, terms, mul(3, facPrice), mul(3, facPrice)).Config
-	if out, err := e.local.Claim(ctx, []batch.Claim{bad}, nil); err != nil || out.Success || out.Reason != batch.ReasonClaimSimulationFailed || out.Message != "InvalidSignature" {
-		t.Errorf("claim with a bad voucher = %+v, %v", out, err)
+	lowV := facClaim(t, payer, terms, mul(3, facPrice), mul(3, facPrice))
+	lowV.Signature = append([]byte(nil), lowV.Signature...)
+	lowV.Signature[64] -= 27
+	for _, row := range []batch.Claim{bad, lowV} {
+		if out, err := e.local.Claim(ctx, []batch.Claim{row}, nil); err != nil || out.Success || out.Reason != batch.ReasonClaimPayload || out.Tx != (common.Hash{}) {
+			t.Errorf("claim with a bad voucher = %+v, %v", out, err)
+		}
+	}
+	// The escrow itself refuses the v 0/1 form: what Tollgate refuses is
+	// what could never be claimed.
+	lowV.TotalClaimed = mul(3, facPrice)
+	if _, err := e.client.CallContract(ctx, ethereum.CallMsg{From: e.payTo, To: &batch.EscrowAddress, Data: e.claimCalldata(t, lowV)}, nil); err == nil {
+		t.Error("the escrow accepted a voucher with v 0/1")
+	}
+	lowV.Signature[64] += 27
+	if _, err := e.client.CallContract(ctx, ethereum.CallMsg{From: e.payTo, To: &batch.EscrowAddress, Data: e.claimCalldata(t, lowV)}, nil); err != nil {
+		t.Errorf("the escrow refused the same voucher with v 27/28: %v", err)
 	}
 
 	out, err = e.local.Settle(ctx, e.payTo, e.token)
@@ -423,4 +439,38 @@ func TestLocalConfig(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+}
+
+// claimCalldata is the escrow's claim([((config, max), signature, total)])
+// of row, packed with the escrow's own compiled ABI.
+func (e *facEnv) claimCalldata(t *testing.T, row batch.Claim) []byte {
+	t.Helper()
+	_, escrowABI, err := devnet.LoadArtifact("x402BatchSettlement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := row.Config
+	type channelConfig struct {
+		Payer              common.Address
+		PayerAuthorizer    common.Address
+		Receiver           common.Address
+		ReceiverAuthorizer common.Address
+		Token              common.Address
+		WithdrawDelay      *big.Int
+		Salt               [32]byte
+	}
+	config := channelConfig{c.Payer, c.PayerAuthorizer, c.Receiver, c.ReceiverAuthorizer, c.Token, new(big.Int).SetUint64(c.WithdrawDelay), c.Salt}
+	type voucher struct {
+		Channel            channelConfig
+		MaxClaimableAmount *big.Int
+	}
+	data, err := escrowABI.Pack("claim", []struct {
+		Voucher      voucher
+		Signature    []byte
+		TotalClaimed *big.Int
+	}{{voucher{config, row.MaxClaimable}, row.Signature, row.TotalClaimed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

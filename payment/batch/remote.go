@@ -78,7 +78,7 @@ func (r *Remote) Deposit(ctx context.Context, p *Payment, req payment.Requiremen
 
 // Claim implements Facilitator: a {type:"claim"} settle.
 func (r *Remote) Claim(ctx context.Context, rows []Claim, sig []byte) (Outcome, error) {
-	if e := checkClaims(rows); e != nil {
+	if e := checkClaims(r.escrow, rows); e != nil {
 		return refusal(e), nil
 	}
 	act := wireClaimAction{Type: actionClaim, Claims: claimsToWire(rows)}

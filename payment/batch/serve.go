@@ -1,10 +1,12 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -18,10 +20,22 @@ import (
 	"github.com/tollgate/tollgate/payment"
 )
 
-// ReasonWithdrawalPending refuses new vouchers on a channel whose payer's
-// timed withdrawal is about to be finalizable (Tollgate's own code: the
-// specification lets a server keep serving).
-const ReasonWithdrawalPending = reasonPrefix + "withdrawal_pending"
+// Tollgate's own reason codes of the scheme's server side (the
+// specification leaves these choices to the server).
+const (
+	// ReasonWithdrawalPending refuses new vouchers on a channel whose
+	// payer's timed withdrawal is about to be finalizable.
+	ReasonWithdrawalPending = reasonPrefix + "withdrawal_pending"
+	// ReasonRefundTooSoon refuses a cooperative refund asked within
+	// RefundInterval of the channel's last one.
+	ReasonRefundTooSoon = reasonPrefix + "refund_too_soon"
+	// ReasonRefundBelowMinimum refuses a cooperative refund of less than
+	// MinRefund.
+	ReasonRefundBelowMinimum = reasonPrefix + "refund_below_minimum"
+	// ReasonChannelClaimedElsewhere refuses vouchers on a channel the
+	// escrow shows claimed beyond this server's records.
+	ReasonChannelClaimedElsewhere = reasonPrefix + "channel_claimed_elsewhere"
+)
 
 // ServerConfig is the scheme's server side: the channels it accepts and
 // how it serves them.
@@ -48,6 +62,15 @@ type ServerConfig struct {
 	// Timeout bounds the facilitator's work for one request (a deposit
 	// waits for its block). 0: 60 s.
 	Timeout time.Duration
+	// MinRefund is the smallest cooperative refund sent (atomic units): a
+	// refund costs the operator a transaction, and anyone holding the
+	// payer's latest voucher (it is public once claimed) may ask one. The
+	// payer's timed withdrawal returns any amount. nil: 10000 ($0.01 of a
+	// 6-decimal token).
+	MinRefund *big.Int
+	// RefundInterval is the least time between two cooperative refunds of
+	// one channel. 0: 10 minutes.
+	RefundInterval time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -64,7 +87,8 @@ func (c ServerConfig) Validate() error {
 	if c.WithdrawDelay < MinWithdrawDelay || c.WithdrawDelay > MaxWithdrawDelay {
 		errs = append(errs, fmt.Errorf("batch: withdraw delay %d s is outside [%d, %d]", c.WithdrawDelay, MinWithdrawDelay, MaxWithdrawDelay))
 	}
-	if c.MinDeposit != nil && c.MinDeposit.Sign() < 0 || c.StateTTL < 0 || c.WithdrawMargin < 0 || c.Timeout < 0 {
+	if c.MinDeposit != nil && c.MinDeposit.Sign() < 0 || c.MinRefund != nil && c.MinRefund.Sign() < 0 || c.StateTTL < 0 || c.WithdrawMargin < 0 ||
+		c.Timeout < 0 || c.RefundInterval < 0 {
 		errs = append(errs, errors.New("batch: min deposit and durations must not be negative"))
 	}
 	return errors.Join(errs...)
@@ -105,6 +129,12 @@ func NewServer(cfg ServerConfig, store Store, f Facilitator) (*Server, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = time.Minute
+	}
+	if cfg.MinRefund == nil {
+		cfg.MinRefund = big.NewInt(10_000)
+	}
+	if cfg.RefundInterval == 0 {
+		cfg.RefundInterval = 10 * time.Minute
 	}
 	now := cfg.Now
 	if now == nil {
@@ -166,6 +196,12 @@ func (s *Server) Serve(px *payment.Exchange) {
 		s.refuse(x, err)
 		return
 	}
+	// Only a request signed by the channel's payer may see its state (the
+	// corrective 402 carries the latest voucher) or move it.
+	if err := x.t.Signed(p); err != nil {
+		s.refuse(x, err)
+		return
+	}
 	if p.Type == TypeRefund {
 		s.refund(x)
 		return
@@ -173,33 +209,41 @@ func (s *Server) Serve(px *payment.Exchange) {
 	s.pay(x)
 }
 
-// pay serves a deposit or a voucher: verify, reserve, deposit, handler,
-// commit.
+// pay serves a deposit or a voucher: check its signature, replay a lost
+// answer, verify, reserve, deposit, handler, commit.
 func (s *Server) pay(x *exchange) {
 	p, now := x.p, s.now()
-	c, found, ok := s.stored(x, now)
-	if !ok {
+	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
 		return
 	}
-	var verdict *Verdict
-	fresh := false
-	if found && p.Type == TypeVoucher {
-		var err error
-		if fresh, err = x.t.VerifyLocally(c, p, now, s.cfg.StateTTL); err != nil {
+	if found && p.Type == TypeVoucher && s.replay(x, c, now) {
+		return
+	}
+	if found {
+		// A quick refusal before any facilitator call; the update below
+		// checks again against the state it writes.
+		if m := x.t.CheckCumulative(c, true, p); m != nil {
+			s.corrective(x, m)
+			return
+		}
+		if err := s.servable(c, now); err != nil {
 			s.refuse(x, err)
 			return
 		}
 	}
-	if !fresh {
+	var verdict *Verdict
+	if !found || p.Type == TypeDeposit || Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
 		if verdict = s.verify(x); verdict == nil {
 			return
 		}
 	}
 
 	hold, expires := holdID(), s.holdUntil(x, now)
-	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	reserve := func(c *Channel, found bool) (Change, error) {
 		if !found && verdict == nil {
-			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
+			return Keep, errStale // the record is gone: judge from the chain
 		}
 		if !found {
 			// A channel without a record is charged from what the
@@ -207,16 +251,29 @@ func (s *Server) pay(x *exchange) {
 			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(verdict.State.TotalClaimed))
 		}
 		if verdict != nil {
-			mirror(c, verdict.State, now)
+			Adopt(c, verdict.State, now)
 		}
 		if m := x.t.CheckCumulative(*c, true, p); m != nil {
 			return Keep, mismatchError{m}
 		}
-		if err := s.withdrawing(*c, now); err != nil {
+		if err := s.servable(*c, now); err != nil {
+			return Keep, err
+		}
+		if err := Payable(*c, p, now, s.cfg.StateTTL, verdict != nil); err != nil {
 			return Keep, err
 		}
 		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
-	}); err != nil {
+	}
+	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
+	if errors.Is(err, errStale) && verdict == nil {
+		// The mirror changed under us (a refund, an expired read): ask
+		// the chain, and judge again.
+		if verdict = s.verify(x); verdict == nil {
+			return
+		}
+		_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
+	}
+	if err != nil {
 		s.fail(x, err)
 		return
 	}
@@ -250,43 +307,98 @@ func (s *Server) pay(x *exchange) {
 		x.WriteFailure(resp)
 		return
 	}
-	c, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	resource := x.Request.URL.RequestURI()
+	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
 		}
+		at := s.now()
 		if deposited != nil {
-			mirror(c, *deposited, s.now())
+			Adopt(c, *deposited, at)
 		}
-		return Save, Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, s.now())
+		if err := Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, at); err != nil {
+			return Keep, err
+		}
+		// The books and the answer a resend of this voucher gets are
+		// written with the charge, in one transaction.
+		settlement.Extra = map[string]any{"chargedAmount": x.t.Price.String(), "channelState": c.State()}
+		recorded, err := json.Marshal(settlement)
+		if err != nil {
+			return Keep, err
+		}
+		c.Answer = &Answer{Resource: resource, ContentType: resp.ContentType(), Body: resp.Body(), Settlement: recorded, At: at}
+		c.NewCharge = &Charge{Operation: x.Requirement.Operation, Resource: resource, Amount: x.t.Price, Cumulative: new(big.Int).Set(c.Charged), At: at}
+		return Save, nil
 	})
 	if err != nil {
 		// Served but not charged: the answer is not released.
 		s.fail(x, err)
 		return
 	}
-	settlement.Extra = map[string]any{"chargedAmount": x.t.Price.String(), "channelState": c.State()}
 	x.Deliver(resp, settlement, x.t.Price, time.Since(start))
+}
+
+// ReplayWindow is how long after a paid answer a resend of its voucher is
+// answered again from the record (docs/payments.md, "Retries").
+const ReplayWindow = 10 * time.Minute
+
+// replay answers a resend of the voucher channel c last charged, for the
+// same resource within ReplayWindow, with the answer recorded then and no
+// second charge: the answer was lost on the way back. ok false: not such
+// a resend.
+func (s *Server) replay(x *exchange, c Channel, now time.Time) bool {
+	a, p := c.Answer, x.p
+	if a == nil || c.SignedMax == nil || p.MaxClaimable.Cmp(c.SignedMax) != 0 || orZero(c.Charged).Cmp(c.SignedMax) != 0 ||
+		!bytes.Equal(p.Signature, c.Signature) || now.Sub(a.At) > ReplayWindow || !payment.SameResource(a.Resource, x.Request.URL.RequestURI()) {
+		return false
+	}
+	var settlement payment.SettleResponse
+	if err := json.Unmarshal(a.Settlement, &settlement); err != nil {
+		return false
+	}
+	x.Logger().InfoContext(x.ctx, "batch voucher resent: the recorded answer is sent again, uncharged", "channel", p.ChannelID.Hex(), "payer", x.payer,
+		"cumulative", p.MaxClaimable, "resource", a.Resource)
+	x.Replay(a.ContentType, a.Body, settlement)
+	return true
 }
 
 // refund has the facilitator return the rest of a channel's deposit to
 // its payer, claiming what was charged in the same transaction; the
-// handler is skipped.
+// handler is skipped. A refund costs the operator a transaction: it is
+// sent only for at least MinRefund, at most once per RefundInterval per
+// channel, and until the escrow shows it landed, every voucher is judged
+// as if it had.
 func (s *Server) refund(x *exchange) {
 	p, now := x.p, s.now()
-	if _, _, ok := s.stored(x, now); !ok {
+	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
 		return
+	}
+	if found {
+		if m := x.t.CheckCumulative(c, true, p); m != nil {
+			s.corrective(x, m)
+			return
+		}
+		if new(big.Int).Sub(orZero(c.Balance), orZero(c.Charged)).Sign() > 0 {
+			if err := s.refundDue(c, now); err != nil {
+				s.refuse(x, err)
+				return
+			}
+		}
 	}
 	v := s.verify(x)
 	if v == nil {
 		return
 	}
-	hold, expires := holdID(), s.holdUntil(x, now)
+	hold, expires := holdID(), now.Add(s.cfg.Timeout+time.Minute)
 	var order RefundOrder
+	var lastRefund time.Time
 	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(v.State.TotalClaimed))
 		}
-		mirror(c, v.State, now)
+		Adopt(c, v.State, now)
 		if m := x.t.CheckCumulative(*c, true, p); m != nil {
 			return Keep, mismatchError{m}
 		}
@@ -294,37 +406,34 @@ func (s *Server) refund(x *exchange) {
 		if err != nil {
 			return Keep, err
 		}
-		order = o
-		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
+		if err := s.refundDue(*c, now); err != nil {
+			return Keep, err
+		}
+		if err := Reserve(c, hold, p.MaxClaimable, now, expires); err != nil {
+			return Keep, err
+		}
+		order, lastRefund = o, c.LastRefundAt
+		c.RefundPending = &PendingRefund{Nonce: new(big.Int).Set(o.Nonce), Amount: new(big.Int).Set(o.Amount), At: now}
+		c.LastRefundAt = now
+		return Save, nil
 	}); err != nil {
 		s.fail(x, err)
 		return
 	}
 	o, err := s.f.Refund(x.ctx, order)
-	if err != nil || !o.Success {
-		s.release(x, hold, nil)
-		if err != nil {
-			s.facilitatorFailed(x, "refund", err)
-			return
-		}
+	c, uerr := s.settleRefund(x, hold, order, o, err, lastRefund)
+	switch {
+	case err != nil:
+		s.facilitatorFailed(x, "refund", err)
+		return
+	case !o.Success:
 		x.Challenge(o.Reason, o.Message, x.payer, nil, &payment.SettleResponse{ErrorReason: o.Reason, Transaction: hashOrEmpty(o.Tx), Payer: x.payer})
 		return
-	}
-	c, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
-		if !found {
-			return Keep, nil
-		}
-		if o.State != nil {
-			mirror(c, *o.State, s.now())
-		}
-		Release(c, hold)
-		return Save, nil
-	})
-	if err != nil {
-		x.Logger().ErrorContext(x.ctx, "batch refund not recorded", "channel", p.ChannelID.Hex(), "tx", o.Tx.Hex(), "err", err)
+	case uerr != nil:
+		x.Logger().ErrorContext(x.ctx, "batch refund not recorded", "channel", p.ChannelID.Hex(), "tx", o.Tx.Hex(), "err", uerr)
 		c = Channel{ID: p.ChannelID, Charged: order.Claimed()}
 		if o.State != nil {
-			mirror(&c, *o.State, s.now())
+			Adopt(&c, *o.State, s.now())
 		}
 	}
 	x.Logger().InfoContext(x.ctx, "batch refund", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", o.Amount, "tx", o.Tx.Hex())
@@ -335,32 +444,61 @@ func (s *Server) refund(x *exchange) {
 	x.Answer(map[string]string{"message": "Refund acknowledged", "channelId": strings.ToLower(p.ChannelID.Hex())}, settlement)
 }
 
-// stored reads the payment's channel and refuses, answering, a voucher
-// that does not sign what the record expects, or a charge on a channel
-// whose withdrawal is near; ok false: answered.
-func (s *Server) stored(x *exchange, now time.Time) (c Channel, found, ok bool) {
-	c, found, err := s.store.Channel(x.ctx, x.p.ChannelID)
-	if err != nil {
-		s.unavailable(x, err)
-		return c, false, false
-	}
-	if !found {
-		return c, false, true
-	}
-	if m := x.t.CheckCumulative(c, true, x.p); m != nil {
-		s.corrective(x, m)
-		return c, true, false
-	}
-	if x.p.Type != TypeRefund {
-		if err := s.withdrawing(c, now); err != nil {
-			s.refuse(x, err)
-			return c, true, false
+// settleRefund records what became of a refund order: landed (the state
+// after it), refused with nothing sent or reverted (no refund in flight,
+// and the rate limit as it was), or unknown (sent and not mined, or the
+// facilitator did not answer: the refund stays in flight, and every
+// voucher is judged as if it landed until the escrow shows its nonce
+// used). It drops the request's hold.
+func (s *Server) settleRefund(x *exchange, hold string, order RefundOrder, o Outcome, ferr error, lastRefund time.Time) (Channel, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 5*time.Second)
+	defer cancel()
+	landed := ferr == nil && o.Success
+	gone := ferr == nil && !o.Success && o.Reason != payment.ReasonSettlementPending
+	return s.store.UpdateChannel(ctx, x.p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		if !found {
+			return Keep, nil
 		}
-	}
-	return c, true, true
+		at := s.now()
+		Release(c, hold)
+		mine := c.RefundPending != nil && c.RefundPending.Nonce.Cmp(order.Nonce) == 0
+		switch {
+		case landed && o.State != nil:
+			Adopt(c, *o.State, at)
+		case landed:
+			Adopt(c, OnChain{Balance: new(big.Int).Sub(orZero(c.Balance), orZero(o.Amount)), TotalClaimed: order.Claimed(),
+				WithdrawRequestedAt: c.WithdrawRequestedAt, RefundNonce: new(big.Int).Add(order.Nonce, big.NewInt(1))}, at)
+		case gone && mine:
+			c.RefundPending = nil
+			if o.Tx == (common.Hash{}) {
+				c.LastRefundAt = lastRefund // nothing was sent: no gas spent
+			}
+		}
+		return Save, nil
+	})
 }
 
-// verify asks the facilitator to verify the payment, refreshing the
+// refundDue refuses a cooperative refund of channel c sooner than
+// RefundInterval after the last one.
+func (s *Server) refundDue(c Channel, now time.Time) error {
+	if c.LastRefundAt.IsZero() || now.Sub(c.LastRefundAt) >= s.cfg.RefundInterval {
+		return nil
+	}
+	return refuse(ReasonRefundTooSoon, "a refund of this channel was asked at %s; the next may be asked from %s", c.LastRefundAt.UTC().Format(time.RFC3339),
+		c.LastRefundAt.Add(s.cfg.RefundInterval).UTC().Format(time.RFC3339))
+}
+
+// servable refuses new charges on channel c: claimed by someone else, or
+// in a timed withdrawal too near its end.
+func (s *Server) servable(c Channel, now time.Time) error {
+	if !c.ForeignClaimAt.IsZero() {
+		return refuse(ReasonChannelClaimedElsewhere, "the escrow shows claims on this channel that this server did not make (seen %s): it is no longer served; deposit into a new channel",
+			c.ForeignClaimAt.UTC().Format(time.RFC3339))
+	}
+	return s.withdrawing(c, now)
+}
+
+// verify asks the facilitator to verify the payment, reading the
 // channel's on-chain state; nil: refused or failed, answered.
 func (s *Server) verify(x *exchange) *Verdict {
 	v, err := s.f.Verify(x.ctx, x.p, s.Accepts(x.Requirement), x.Envelope.Raw)
@@ -386,6 +524,8 @@ func (s *Server) holdUntil(x *exchange, now time.Time) time.Time {
 // less), with a claim of what was charged when the chain does not show
 // it claimed yet, both signed by our authorizer.
 func (s *Server) refundOrder(c Channel, p *Payment) (RefundOrder, error) {
+	// A refund still in flight has the same nonce as this one (the
+	// mirror's): only one of them can land.
 	remainder := new(big.Int).Sub(orZero(c.Balance), c.Charged)
 	if remainder.Sign() <= 0 {
 		return RefundOrder{}, refuse(ReasonRefundNoBalance, "the channel holds %s and %s was charged: nothing to refund", orZero(c.Balance), c.Charged)
@@ -396,6 +536,9 @@ func (s *Server) refundOrder(c Channel, p *Payment) (RefundOrder, error) {
 			return RefundOrder{}, refuse(ReasonRefundAmountInvalid, "refund of %s asked, %s is refundable", p.RefundAmount, remainder)
 		}
 		amount = p.RefundAmount
+	}
+	if amount.Cmp(s.cfg.MinRefund) < 0 {
+		return RefundOrder{}, refuse(ReasonRefundBelowMinimum, "a refund of %s asked; cooperative refunds start at %s (a timed withdrawal returns any amount)", amount, s.cfg.MinRefund)
 	}
 	nonce := orZero(c.RefundNonce)
 	o := RefundOrder{Config: p.Config, MaxClaimable: p.MaxClaimable, Signature: p.Signature, Amount: amount, Nonce: nonce}
@@ -441,12 +584,6 @@ func (s *Server) withdrawing(c Channel, now time.Time) error {
 	return refuse(ReasonWithdrawalPending, "the payer's withdrawal from this channel can be finalized at %s: new vouchers are not accepted; deposit into a new channel", finalizable.UTC().Format(time.RFC3339))
 }
 
-// mirror copies the escrow's state into c, read at now.
-func mirror(c *Channel, st OnChain, now time.Time) {
-	c.Balance, c.TotalClaimed, c.WithdrawRequestedAt, c.RefundNonce = orZero(st.Balance), orZero(st.TotalClaimed), st.WithdrawRequestedAt, orZero(st.RefundNonce)
-	c.SyncedAt = now
-}
-
 // release drops hold, mirroring a deposit that landed.
 func (s *Server) release(x *exchange, hold string, deposited *OnChain) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.ctx), 5*time.Second)
@@ -456,7 +593,7 @@ func (s *Server) release(x *exchange, hold string, deposited *OnChain) {
 			return Keep, nil
 		}
 		if deposited != nil {
-			mirror(c, *deposited, s.now())
+			Adopt(c, *deposited, s.now())
 		}
 		if !Release(c, hold) && deposited == nil {
 			return Keep, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/big"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/tollgate/tollgate/payment"
@@ -72,6 +74,11 @@ type fakeFacilitator struct {
 	state    batch.OnChain
 	verifies atomic.Int32
 	refunds  []batch.RefundOrder
+	// afterRead, when set, runs in Verify after the state was read and
+	// before it is returned: a read that races a refund.
+	afterRead func()
+	// refundErr, when set, is Refund's answer: nothing known of it.
+	refundErr error
 }
 
 func (f *fakeFacilitator) snapshot() batch.OnChain {
@@ -84,7 +91,13 @@ func (f *fakeFacilitator) Verify(_ context.Context, p *batch.Payment, _ payment.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := batch.Verdict{Valid: true, Payer: p.Config.Payer, State: f.snapshot()}
-	bal := new(big.Int).Set(f.state.Balance)
+	if hook := f.afterRead; hook != nil {
+		f.afterRead = nil
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
+	bal := new(big.Int).Set(v.State.Balance)
 	if p.Deposit != nil {
 		bal.Add(bal, p.Deposit.Amount)
 	}
@@ -114,6 +127,9 @@ func (f *fakeFacilitator) Refund(_ context.Context, o batch.RefundOrder) (batch.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refunds = append(f.refunds, o)
+	if f.refundErr != nil {
+		return batch.Outcome{}, f.refundErr
+	}
 	if c := o.Claimed(); c.Cmp(f.state.TotalClaimed) > 0 {
 		f.state.TotalClaimed = c
 	}
@@ -227,6 +243,13 @@ type answer struct {
 // pay sends a payload of typ signing max, as the official client would.
 func (h *harness) pay(t *testing.T, typ string, max int64, deposit int64, refund *big.Int) answer {
 	t.Helper()
+	return h.payAt(t, "/regime", nil, typ, max, deposit, refund)
+}
+
+// payAt sends a payload of typ signing max for path on the payer's
+// channel, its voucher signed by signer when not nil (a stranger).
+func (h *harness) payAt(t *testing.T, path string, signer *ecdsa.PrivateKey, typ string, max int64, deposit int64, refund *big.Int) answer {
+	t.Helper()
 	entry := h.accepts(t)
 	var dep *batch.DepositRequest
 	if deposit > 0 {
@@ -237,9 +260,20 @@ func (h *harness) pay(t *testing.T, typ string, max int64, deposit int64, refund
 	if err != nil {
 		t.Fatal(err)
 	}
+	if signer != nil {
+		var m map[string]any
+		_ = json.Unmarshal(inner, &m)
+		_, id := h.payer.Channel(h.terms)
+		sig, err := payment.SignDigest(h.escrow.VoucherDigest(id, big.NewInt(max)), signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["voucher"].(map[string]any)["signature"] = hexutil.Encode(sig)
+		inner, _ = json.Marshal(m)
+	}
 	env, _ := json.Marshal(map[string]any{"x402Version": 2, "accepted": entry, "payload": json.RawMessage(inner),
-		"resource": map[string]any{"url": "http://tollgate.test/regime"}})
-	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/regime", nil)
+		"resource": map[string]any{"url": "http://tollgate.test" + path}})
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+path, nil)
 	req.Header.Set(payment.HeaderPaymentV2, base64.StdEncoding.EncodeToString(env))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -333,24 +367,51 @@ func TestServeChannelLifecycle(t *testing.T) {
 		t.Errorf("the facilitator verified %d vouchers; a fresh mirror needs none", n)
 	}
 
-	// A replayed voucher gets the corrective 402 with the state to recover from.
+	// A resent voucher (its answer was lost) gets the recorded answer
+	// again, uncharged and without running the handler.
 	handled := h.handled.Load()
 	a = h.pay(t, batch.TypeVoucher, 4*p, 0, nil)
-	if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeAmountMismatch {
-		t.Fatalf("replay: %d %v", a.status, a.required["error"])
+	if a.status != http.StatusOK || a.body != `{"regime":"calm"}` || channelState(t, a.settlement["extra"].(map[string]any))["chargedCumulativeAmount"] != "200000" {
+		t.Fatalf("resent voucher: %d %s %v %v", a.status, a.body, a.settlement, a.required["error"])
 	}
-	if a.settlement != nil {
-		t.Error("a corrective 402 must not carry PAYMENT-RESPONSE")
+	if h.handled.Load() != handled {
+		t.Error("the handler ran again for a resent voucher")
 	}
-	entry := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
-	if st := channelState(t, entry); st["chargedCumulativeAmount"] != "200000" {
-		t.Errorf("corrective channelState = %v", st)
-	}
-	if vs := entry["voucherState"].(map[string]any); vs["signedMaxClaimable"] != "200000" || vs["signature"] == "" {
-		t.Errorf("corrective voucherState = %v", vs)
+
+	// The same voucher for another resource, or an older voucher, gets
+	// the corrective 402 with the state to recover from.
+	for _, tt := range []struct {
+		path string
+		max  int64
+	}{{"/regime?product=BTC-USD", 4 * p}, {"/regime", 3 * p}} {
+		a = h.payAt(t, tt.path, nil, batch.TypeVoucher, tt.max, 0, nil)
+		if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeAmountMismatch {
+			t.Fatalf("%s signing %d: %d %v", tt.path, tt.max, a.status, a.required["error"])
+		}
+		if a.settlement != nil {
+			t.Error("a corrective 402 must not carry PAYMENT-RESPONSE")
+		}
+		entry := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
+		if st := channelState(t, entry); st["chargedCumulativeAmount"] != "200000" {
+			t.Errorf("corrective channelState = %v", st)
+		}
+		if vs := entry["voucherState"].(map[string]any); vs["signedMaxClaimable"] != "200000" || vs["signature"] == "" {
+			t.Errorf("corrective voucherState = %v", vs)
+		}
 	}
 	if h.handled.Load() != handled {
 		t.Error("the handler ran for a refused voucher")
+	}
+
+	// A stranger naming the channel learns nothing of it: a voucher not
+	// signed by its payer authorizer is refused before its state is read.
+	stranger, _ := crypto.GenerateKey()
+	a = h.payAt(t, "/regime", stranger, batch.TypeVoucher, 3*p, 0, nil)
+	if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonVoucherSignature {
+		t.Fatalf("stranger's voucher: %d %v", a.status, a.required["error"])
+	}
+	if extra := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any); extra["channelState"] != nil || extra["voucherState"] != nil {
+		t.Errorf("a stranger was shown the channel: %v", extra)
 	}
 
 	// A failing handler charges nothing: the same voucher pays later.
@@ -400,6 +461,113 @@ func TestServeChannelLifecycle(t *testing.T) {
 	if a = h.pay(t, batch.TypeRefund, 6*p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonRefundNoBalance {
 		t.Errorf("second refund: %d %v", a.status, a.required["error"])
 	}
+}
+
+// TestServeRefundRacesVoucher (issue 20, item 2): a voucher whose read of
+// the chain began before a cooperative refund landed and ended after it
+// is judged against the state after the refund, inside the channel's
+// serialized update: refused, the handler never runs, nothing is charged
+// that the escrow could not pay.
+func TestServeRefundRacesVoucher(t *testing.T) {
+	h := newHarness(t)
+	p := price.Int64()
+	if a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil); a.status != http.StatusOK {
+		t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+	}
+	if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher: %d %v", a.status, a.required["error"])
+	}
+	h.now.Add(int64(time.Hour / time.Second)) // a stale mirror: the next voucher reads the chain
+	refunded := make(chan answer, 1)
+	h.fac.afterRead = func() {
+		// The voucher's read is done (the whole deposit still there);
+		// the refund lands before the voucher's update.
+		refunded <- h.pay(t, batch.TypeRefund, 2*p, 0, nil)
+	}
+	handled := h.handled.Load()
+	a := h.pay(t, batch.TypeVoucher, 3*p, 0, nil)
+	r := <-refunded
+	if r.status != http.StatusOK {
+		t.Fatalf("refund: %d %v", r.status, r.required["error"])
+	}
+	if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeExceedsBalance {
+		t.Fatalf("voucher racing the refund: %d %v; want 402 %s", a.status, a.required["error"], batch.ReasonCumulativeExceedsBalance)
+	}
+	if h.handled.Load() != handled {
+		t.Error("the handler ran for a voucher the escrow cannot pay")
+	}
+	_, id := h.payer.Channel(h.terms)
+	if c := h.store.m[id]; c.Charged.Int64() != 2*p || c.Balance.Int64() != 2*p {
+		t.Errorf("channel: charged %s, balance %s; want both 2 prices", c.Charged, c.Balance)
+	}
+}
+
+// TestServeRefundBounds (issue 20, item 3): a refund costs the operator a
+// transaction: none for a stranger's signature, none below the minimum,
+// one per interval per channel; a refund whose outcome is unknown keeps
+// its amount off every later voucher until the chain shows it.
+func TestServeRefundBounds(t *testing.T) {
+	p := price.Int64()
+	setup := func(t *testing.T) *harness {
+		h := newHarness(t)
+		if a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil); a.status != http.StatusOK {
+			t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+		}
+		return h
+	}
+	t.Run("stranger", func(t *testing.T) {
+		h := setup(t)
+		stranger, _ := crypto.GenerateKey()
+		if a := h.payAt(t, "/regime", stranger, batch.TypeRefund, p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonVoucherSignature {
+			t.Fatalf("stranger's refund: %d %v", a.status, a.required["error"])
+		}
+		if len(h.fac.refunds) != 0 {
+			t.Error("a refund was sent for a stranger")
+		}
+	})
+	t.Run("minimum and rate", func(t *testing.T) {
+		h := setup(t)
+		if a := h.pay(t, batch.TypeRefund, p, 0, big.NewInt(9_999)); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonRefundBelowMinimum {
+			t.Fatalf("dust refund: %d %v", a.status, a.required["error"])
+		}
+		if a := h.pay(t, batch.TypeRefund, p, 0, big.NewInt(100_000)); a.status != http.StatusOK {
+			t.Fatalf("partial refund: %d %v", a.status, a.required["error"])
+		}
+		if a := h.pay(t, batch.TypeRefund, p, 0, big.NewInt(100_000)); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonRefundTooSoon {
+			t.Fatalf("second refund at once: %d %v", a.status, a.required["error"])
+		}
+		h.now.Add(int64(10 * time.Minute / time.Second))
+		if a := h.pay(t, batch.TypeRefund, p, 0, big.NewInt(100_000)); a.status != http.StatusOK {
+			t.Fatalf("refund after the interval: %d %v", a.status, a.required["error"])
+		}
+		if len(h.fac.refunds) != 2 {
+			t.Errorf("%d refunds sent, want 2", len(h.fac.refunds))
+		}
+	})
+	t.Run("unknown outcome", func(t *testing.T) {
+		h := setup(t)
+		h.fac.refundErr = errors.New("connection reset")
+		if a := h.pay(t, batch.TypeRefund, p, 0, nil); a.status != http.StatusBadGateway {
+			t.Fatalf("refund with no answer: %d %s", a.status, a.body)
+		}
+		// The chain does not show it yet: what it would take stays off.
+		if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeExceedsBalance {
+			t.Fatalf("voucher while the refund may land: %d %v", a.status, a.required["error"])
+		}
+		// It landed after all, and someone else topped the channel up:
+		// the next read shows both, ends the refund in flight and serves.
+		h.fac.mu.Lock()
+		h.fac.state.Balance.SetInt64(p + 1_000_000)
+		h.fac.state.RefundNonce.SetInt64(1)
+		h.fac.mu.Unlock()
+		_, id := h.payer.Channel(h.terms)
+		if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusOK {
+			t.Fatalf("voucher after the refund landed: %d %v", a.status, a.required["error"])
+		}
+		if c := h.store.m[id]; c.RefundPending != nil || c.Balance.Int64() != p+1_000_000 {
+			t.Errorf("channel after the refund was seen: pending %v balance %s", c.RefundPending, c.Balance)
+		}
+	})
 }
 
 func TestServeRefusals(t *testing.T) {

@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"errors"
+	"fmt"
 	"math/big"
 	"time"
 
@@ -105,29 +107,108 @@ func (t Terms) CheckCumulative(c Channel, found bool, p *Payment) *Mismatch {
 	return m
 }
 
-// VerifyLocally checks a voucher against the channel's mirrored on-chain
-// state without asking anyone: its signature is the payer authorizer's,
-// it stays within the deposit and above what was claimed. fresh reports
-// whether the mirror was read within ttl of now; a stale mirror, or a
-// channel whose payer authorizer is a contract (zero: EIP-1271), is the
-// facilitator's to verify.
-func (t Terms) VerifyLocally(c Channel, p *Payment, now time.Time, ttl time.Duration) (fresh bool, err error) {
-	if c.SyncedAt.IsZero() || now.Sub(c.SyncedAt) > ttl || p.Config.PayerAuthorizer == (common.Address{}) {
-		return false, nil
+// Signed checks that p's voucher is signed by its channel's payer
+// authorizer exactly as the escrow will check it when it is claimed
+// (payment.RecoverDigest: 65 bytes, v 27/28, low s), before anything
+// about the channel is read or revealed. A payer authorizer of zero (a
+// voucher checked by EIP-1271 against the payer) is not accepted.
+func (t Terms) Signed(p *Payment) error {
+	if p.Config.PayerAuthorizer == (common.Address{}) {
+		return refuse(ReasonVoucherSignature, "payerAuthorizer is zero (a voucher checked by EIP-1271 against the payer): not supported")
 	}
 	signer, err := payment.RecoverDigest(t.Escrow.VoucherDigest(p.ChannelID, p.MaxClaimable), p.Signature)
 	if err != nil || signer != p.Config.PayerAuthorizer {
-		return true, refuse(ReasonVoucherSignature, "the voucher is not signed by the channel's payerAuthorizer %s", p.Config.PayerAuthorizer.Hex())
+		msg := fmt.Sprintf("the voucher is not signed by the channel's payerAuthorizer %s", p.Config.PayerAuthorizer.Hex())
+		if err != nil {
+			msg += " (" + err.Error() + "; the escrow accepts 65-byte signatures with v 27 or 28 and a low s)"
+		}
+		return refuse(ReasonVoucherSignature, "%s", msg)
+	}
+	return nil
+}
+
+// errStale asks for the escrow's state to be read again: the mirror is
+// too old to judge a voucher by, or does not cover it (a deposit may have
+// landed that the mirror does not show yet, a refund may have landed).
+var errStale = errors.New("batch: the channel's mirror must be refreshed")
+
+// Payable checks, against channel c as the update that reserves it is
+// about to write it, that p's voucher can be claimed on chain: the
+// channel holds a deposit, the voucher stays within what the escrow will
+// hold once any refund in flight lands (plus, for a deposit, the deposit
+// itself) and above what was claimed. With verified false (no state was
+// read for this request) a mirror older than ttl, a refund in flight or a
+// voucher beyond the mirrored balance ask for a fresh read (errStale)
+// rather than a refusal: a deposit someone else landed is then seen at
+// once.
+func Payable(c Channel, p *Payment, now time.Time, ttl time.Duration, verified bool) error {
+	if !verified && (c.SyncedAt.IsZero() || now.Sub(c.SyncedAt) > ttl || c.RefundPending != nil) {
+		return errStale
+	}
+	holds := new(big.Int).Set(orZero(c.Balance))
+	if p.Deposit != nil {
+		holds.Add(holds, p.Deposit.Amount)
+	}
+	if r := c.RefundPending; r != nil {
+		holds.Sub(holds, orZero(r.Amount))
 	}
 	switch {
-	case c.Balance == nil || c.Balance.Sign() == 0:
-		return true, refuse(ReasonChannelNotFound, "channel %s has no deposit", p.ChannelID.Hex())
-	case p.MaxClaimable.Cmp(c.Balance) > 0:
-		return true, refuse(ReasonCumulativeExceedsBalance, "voucher signs %s, the channel holds %s", p.MaxClaimable, c.Balance)
-	case c.TotalClaimed != nil && p.MaxClaimable.Cmp(c.TotalClaimed) <= 0:
-		return true, refuse(ReasonCumulativeBelowClaimed, "voucher signs %s, %s is claimed already", p.MaxClaimable, c.TotalClaimed)
+	case holds.Sign() <= 0 && p.Deposit == nil && c.RefundPending == nil:
+		if !verified {
+			return errStale
+		}
+		return refuse(ReasonChannelNotFound, "channel %s has no deposit", p.ChannelID.Hex())
+	case p.MaxClaimable.Cmp(holds) > 0:
+		if !verified {
+			return errStale
+		}
+		if c.RefundPending != nil {
+			return refuse(ReasonCumulativeExceedsBalance, "voucher signs %s; once the refund in flight lands the channel holds %s", p.MaxClaimable, holds)
+		}
+		return refuse(ReasonCumulativeExceedsBalance, "voucher signs %s, the channel holds %s", p.MaxClaimable, holds)
+	case p.MaxClaimable.Cmp(orZero(c.TotalClaimed)) <= 0:
+		return refuse(ReasonCumulativeBelowClaimed, "voucher signs %s, %s is claimed already", p.MaxClaimable, orZero(c.TotalClaimed))
 	}
-	return true, nil
+	return nil
+}
+
+// Adopt merges a read of the escrow's state, made at or after now's
+// request began, into channel c's mirror, never letting an older read
+// undo what a newer one (or the watcher) recorded. Reads race: a
+// request's read may finish after a refund's, yet show the state from
+// before it. The refund nonce orders them: it only grows, and every
+// refund moves it. Within one nonce the balance only grows (deposits)
+// except when a timed withdrawal is finalized, which also clears the
+// withdrawal; claims only grow. A read showing the nonce past a refund in
+// flight ends it: that refund landed (no one else can sign one).
+func Adopt(c *Channel, st OnChain, now time.Time) {
+	nonce, balance, claimed := orZero(st.RefundNonce), orZero(st.Balance), orZero(st.TotalClaimed)
+	switch cmp := nonce.Cmp(orZero(c.RefundNonce)); {
+	case c.SyncedAt.IsZero() || cmp > 0:
+		c.Balance, c.WithdrawRequestedAt = new(big.Int).Set(balance), st.WithdrawRequestedAt
+	case cmp < 0:
+		// Older than the mirror: only its claims can be news.
+	case c.WithdrawRequestedAt != 0 && st.WithdrawRequestedAt == 0 && balance.Cmp(orZero(c.Balance)) < 0:
+		// The withdrawal was finalized: the balance fell.
+		c.Balance, c.WithdrawRequestedAt = new(big.Int).Set(balance), 0
+	default:
+		if balance.Cmp(orZero(c.Balance)) > 0 {
+			c.Balance = new(big.Int).Set(balance)
+		}
+		c.WithdrawRequestedAt = max(c.WithdrawRequestedAt, st.WithdrawRequestedAt)
+	}
+	if nonce.Cmp(orZero(c.RefundNonce)) > 0 {
+		c.RefundNonce = new(big.Int).Set(nonce)
+	}
+	if claimed.Cmp(orZero(c.TotalClaimed)) > 0 {
+		c.TotalClaimed = new(big.Int).Set(claimed)
+	}
+	if r := c.RefundPending; r != nil && orZero(c.RefundNonce).Cmp(orZero(r.Nonce)) > 0 {
+		c.RefundPending = nil
+	}
+	if now.After(c.SyncedAt) {
+		c.SyncedAt = now
+	}
 }
 
 // Reserve holds channel c for request id until expires, for a voucher of

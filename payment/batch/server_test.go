@@ -220,36 +220,81 @@ func TestCheckCumulative(t *testing.T) {
 	}
 }
 
-// TestVerifyLocally: with a fresh mirror a voucher is checked without the
-// facilitator: signer, deposit, claims; a stale mirror is not judged.
-func TestVerifyLocally(t *testing.T) {
+// TestSigned: a voucher is taken only with the signature the escrow
+// accepts from the channel's payer authorizer.
+func TestSigned(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	stranger, _ := crypto.GenerateKey()
+	for _, tt := range []struct {
+		name   string
+		key    *ecdsa.PrivateKey
+		edit   func(p *Payment)
+		reason string
+	}{
+		{"the payer's", nil, nil, ""},
+		{"another signer", stranger, nil, ReasonVoucherSignature},
+		{"v 0/1, the same signature", nil, func(p *Payment) { p.Signature[64] -= 27 }, ReasonVoucherSignature},
+		{"high s, the same signature", nil, func(p *Payment) {
+			n := crypto.S256().Params().N
+			copy(p.Signature[32:64], common.LeftPadBytes(new(big.Int).Sub(n, new(big.Int).SetBytes(p.Signature[32:64])).Bytes(), 32))
+			p.Signature[64] = 55 - p.Signature[64]
+		}, ReasonVoucherSignature},
+		{"zero payer authorizer", nil, func(p *Payment) { p.Config.PayerAuthorizer = common.Address{} }, ReasonVoucherSignature},
+	} {
+		g := f
+		if tt.key != nil {
+			g.key = tt.key
+		}
+		p, err := DecodePayload(g.payload(t, TypeVoucher, 100_000, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.edit != nil {
+			tt.edit(p)
+		}
+		if err := f.terms.Signed(p); reasonOf(err) != tt.reason {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.reason)
+		}
+	}
+}
+
+// TestPayable: a voucher is judged against the channel as the update
+// writes it: deposit, claims, a refund in flight; without a read of its
+// own, a stale mirror or anything beyond the mirrored balance asks for
+// one instead of refusing.
+func TestPayable(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	now := time.Now()
-	c := Channel{ID: f.id, Config: f.cfg, Charged: big.NewInt(50_000), Balance: big.NewInt(500_000), TotalClaimed: big.NewInt(50_000), SyncedAt: now.Add(-time.Minute)}
-	stranger, _ := crypto.GenerateKey()
+	c := Channel{ID: f.id, Config: f.cfg, Charged: big.NewInt(50_000), Balance: big.NewInt(500_000), TotalClaimed: big.NewInt(50_000),
+		RefundNonce: big.NewInt(0), SyncedAt: now.Add(-time.Minute)}
+	inFlight := func(c Channel) Channel {
+		c.RefundPending = &PendingRefund{Nonce: big.NewInt(0), Amount: big.NewInt(400_000), At: now}
+		return c
+	}
 	for _, tt := range []struct {
-		name    string
-		max     int64
-		channel func(Channel) Channel
-		signer  *ecdsa.PrivateKey
-		fresh   bool
-		reason  string
+		name     string
+		max      int64
+		channel  func(Channel) Channel
+		verified bool
+		want     error // errStale, or a refusal's reason via reasonOf
+		reason   string
 	}{
-		{"within the deposit", 100_000, nil, nil, true, ""},
-		{"the whole deposit", 500_000, nil, nil, true, ""},
-		{"beyond the deposit", 500_001, nil, nil, true, ReasonCumulativeExceedsBalance},
-		{"not above what is claimed", 50_000, nil, nil, true, ReasonCumulativeBelowClaimed},
-		{"another signer", 100_000, nil, stranger, true, ReasonVoucherSignature},
-		{"no deposit", 100_000, func(c Channel) Channel { c.Balance = big.NewInt(0); return c }, nil, true, ReasonChannelNotFound},
-		{"stale mirror", 100_000, func(c Channel) Channel { c.SyncedAt = now.Add(-10 * time.Minute); return c }, nil, false, ""},
-		{"never read", 100_000, func(c Channel) Channel { c.SyncedAt = time.Time{}; return c }, nil, false, ""},
+		{"within the deposit", 100_000, nil, false, nil, ""},
+		{"the whole deposit", 500_000, nil, false, nil, ""},
+		{"beyond the mirror: read again", 500_001, nil, false, errStale, ""},
+		{"beyond the chain's balance", 500_001, nil, true, nil, ReasonCumulativeExceedsBalance},
+		{"not above what is claimed", 50_000, nil, false, nil, ReasonCumulativeBelowClaimed},
+		{"no deposit, read", 100_000, func(c Channel) Channel { c.Balance = big.NewInt(0); return c }, true, nil, ReasonChannelNotFound},
+		{"no deposit in the mirror: read again", 100_000, func(c Channel) Channel { c.Balance = big.NewInt(0); return c }, false, errStale, ""},
+		{"stale mirror", 100_000, func(c Channel) Channel { c.SyncedAt = now.Add(-10 * time.Minute); return c }, false, errStale, ""},
+		{"never read", 100_000, func(c Channel) Channel { c.SyncedAt = time.Time{}; return c }, false, errStale, ""},
+		{"refund in flight: read again", 100_000, inFlight, false, errStale, ""},
+		{"refund in flight, within what stays", 100_000, inFlight, true, nil, ""},
+		{"refund in flight, beyond what stays", 100_001, inFlight, true, nil, ReasonCumulativeExceedsBalance},
 	} {
-		g := f
-		if tt.signer != nil {
-			g.key = tt.signer
-		}
-		p, err := DecodePayload(g.payload(t, TypeVoucher, tt.max, nil))
+		p, err := DecodePayload(f.payload(t, TypeVoucher, tt.max, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,9 +302,64 @@ func TestVerifyLocally(t *testing.T) {
 		if tt.channel != nil {
 			ch = tt.channel(c)
 		}
-		fresh, err := f.terms.VerifyLocally(ch, p, now, 5*time.Minute)
-		if fresh != tt.fresh || reasonOf(err) != tt.reason {
-			t.Errorf("%s: fresh %v, %v; want %v, %q", tt.name, fresh, err, tt.fresh, tt.reason)
+		err = Payable(ch, p, now, 5*time.Minute, tt.verified)
+		if tt.want != nil {
+			if err != tt.want {
+				t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+			}
+			continue
+		}
+		if reasonOf(err) != tt.reason {
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.reason)
+		}
+	}
+}
+
+// TestAdopt: a read of the escrow never undoes a newer one: the refund
+// nonce orders reads, claims only grow, a finalized withdrawal lowers the
+// balance, and a read past a refund in flight ends it.
+func TestAdopt(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	base := Channel{Balance: big.NewInt(1000), TotalClaimed: big.NewInt(100), RefundNonce: big.NewInt(1), SyncedAt: now.Add(-time.Second)}
+	st := func(balance, claimed, nonce int64, withdraw uint64) OnChain {
+		return OnChain{Balance: big.NewInt(balance), TotalClaimed: big.NewInt(claimed), RefundNonce: big.NewInt(nonce), WithdrawRequestedAt: withdraw}
+	}
+	for _, tt := range []struct {
+		name     string
+		channel  func(Channel) Channel
+		read     OnChain
+		balance  int64
+		claimed  int64
+		withdraw uint64
+		pending  bool
+	}{
+		{"a deposit landed", nil, st(1500, 100, 1, 0), 1500, 100, 0, false},
+		{"a read from before a refund", nil, st(5000, 100, 0, 0), 1000, 100, 0, false},
+		{"a read from before a deposit", nil, st(800, 100, 1, 0), 1000, 100, 0, false},
+		{"a claim", nil, st(1000, 300, 1, 0), 1000, 300, 0, false},
+		{"an older claim total", nil, st(1000, 50, 1, 0), 1000, 100, 0, false},
+		{"a refund landed", nil, st(400, 100, 2, 0), 400, 100, 0, false},
+		{"a withdrawal started", nil, st(1000, 100, 1, 77), 1000, 100, 77, false},
+		{"a read from before the watcher saw a withdrawal", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(1000, 100, 1, 0), 1000, 100, 77, false},
+		{"a withdrawal finalized", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(100, 100, 1, 0), 100, 100, 0, false},
+		{"the refund in flight landed", func(c Channel) Channel {
+			c.RefundPending = &PendingRefund{Nonce: big.NewInt(1), Amount: big.NewInt(900)}
+			return c
+		}, st(100, 100, 2, 0), 100, 100, 0, false},
+		{"the refund in flight not yet", func(c Channel) Channel {
+			c.RefundPending = &PendingRefund{Nonce: big.NewInt(1), Amount: big.NewInt(900)}
+			return c
+		}, st(1000, 100, 1, 0), 1000, 100, 0, true},
+	} {
+		c := base
+		if tt.channel != nil {
+			c = tt.channel(c)
+		}
+		Adopt(&c, tt.read, now)
+		if c.Balance.Int64() != tt.balance || c.TotalClaimed.Int64() != tt.claimed || c.WithdrawRequestedAt != tt.withdraw || (c.RefundPending != nil) != tt.pending {
+			t.Errorf("%s: balance %s claimed %s withdraw %d pending %v; want %d %d %d %v", tt.name, c.Balance, c.TotalClaimed, c.WithdrawRequestedAt,
+				c.RefundPending != nil, tt.balance, tt.claimed, tt.withdraw, tt.pending)
 		}
 	}
 }

@@ -46,8 +46,9 @@ func TestTypedDataVectors(t *testing.T) {
 	}
 }
 
-// TestRecover: a voucher signed by a key recovers (payment.RecoverDigest) to its address, with v
-// as 27/28 or 0/1; another digest or a short signature does not.
+// TestRecover: a voucher signed by a key recovers (payment.RecoverDigest) to its address with v
+// 27/28; the same signature with v 0/1 or a high s (what the escrow's ECDSA refuses), another
+// digest or a short signature does not.
 func TestRecover(t *testing.T) {
 	t.Parallel()
 	key, _ := crypto.GenerateKey()
@@ -58,12 +59,21 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := crypto.PubkeyToAddress(key.PublicKey)
-	for _, v := range []byte{0, 27} {
-		s := append([]byte(nil), sig...)
-		s[64] += v
-		if got, err := payment.RecoverDigest(d, s); err != nil || got != want {
-			t.Errorf("v+%d: %s %v", v, got.Hex(), err)
-		}
+	s := append([]byte(nil), sig...)
+	s[64] += 27
+	if got, err := payment.RecoverDigest(d, s); err != nil || got != want {
+		t.Errorf("v 27/28: %s %v", got.Hex(), err)
+	}
+	if _, err := payment.RecoverDigest(d, sig); err == nil {
+		t.Error("v 0/1 was accepted; the escrow refuses it")
+	}
+	// The other s of the same signature (N - s, v flipped) recovers the
+	// same key on the curve, and is refused as the escrow refuses it.
+	high := append([]byte(nil), s...)
+	copy(high[32:64], common.LeftPadBytes(new(big.Int).Sub(crypto.S256().Params().N, new(big.Int).SetBytes(s[32:64])).Bytes(), 32))
+	high[64] = 27 + 28 - s[64]
+	if _, err := payment.RecoverDigest(d, high); err == nil {
+		t.Error("a high-s signature was accepted; the escrow refuses it")
 	}
 	if got, _ := payment.RecoverDigest(e.VoucherDigest(common.HexToHash("0x01"), big.NewInt(6)), sig); got == want {
 		t.Error("another voucher recovered to the signer")
