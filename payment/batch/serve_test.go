@@ -641,3 +641,31 @@ func TestDepositSaltForms(t *testing.T) {
 		}
 	}
 }
+
+// TestServeThirdPartyDeposit (issue 20, item 6): a deposit someone else
+// landed on the payer's channel is seen at once: a voucher beyond the
+// (fresh) mirror is judged on a read of the chain, not refused until the
+// mirror expires.
+func TestServeThirdPartyDeposit(t *testing.T) {
+	h := newHarness(t)
+	p := price.Int64()
+	if a := h.pay(t, batch.TypeDeposit, p, 2*p, nil); a.status != http.StatusOK {
+		t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+	}
+	if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher: %d %v", a.status, a.required["error"])
+	}
+	h.fac.mu.Lock()
+	h.fac.state.Balance.Add(h.fac.state.Balance, big.NewInt(10*p)) // landed by someone else
+	h.fac.mu.Unlock()
+	before := h.fac.verifies.Load()
+	if a := h.pay(t, batch.TypeVoucher, 3*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher beyond the mirror, within the chain's balance: %d %v", a.status, a.required["error"])
+	}
+	if h.fac.verifies.Load() != before+1 {
+		t.Error("the chain was not read for a voucher beyond the mirror")
+	}
+	if a := h.pay(t, batch.TypeVoucher, 4*p, 0, nil); a.status != http.StatusOK || h.fac.verifies.Load() != before+1 {
+		t.Fatalf("next voucher, from the refreshed mirror: %d %v (verifies %d)", a.status, a.required["error"], h.fac.verifies.Load()-before)
+	}
+}
