@@ -60,7 +60,7 @@ type PaymentTerms struct {
 }
 
 // Counters is what /metrics reads: per paid operation, the 402s sent and
-// the settled payments (exact, from the ledger), and the payments whose
+// the paid calls (exact's settled payments and batch-settlement's voucher calls, from the ledger), and the payments whose
 // settlement is unresolved. *payment.Gate and the ledger provide them
 // through cmd's adapter.
 type Counters interface {
@@ -201,7 +201,7 @@ func (d *Discovery) GetX402Discovery(context.Context, *tollgatev1.GetX402Discove
 
 // GetMetrics implements tollgatev1.DiscoveryServiceServer: per paid
 // endpoint and in total, challenges (402s sent for a missing payment),
-// paid (settled, from the ledger), conversion (paid / challenges, the
+// paid (settled or charged on a voucher, from the ledger), conversion (paid / challenges, the
 // share of challenges that turned into payments, capped at 1 when payers
 // pay without asking for a 402 first: paid / max(challenges, paid)) and
 // revenue; and the payments whose settlement is unresolved.

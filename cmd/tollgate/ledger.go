@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,7 +28,9 @@ const ledgerUsage = `usage:
   tollgate ledger export    [--data-dir DIR | --database URL] [--state S] [--since T] [--payer 0x...]   (CSV on stdout)
   tollgate ledger reconcile [--data-dir DIR | --database URL] --chain-rpc URL [--pay-to 0x...]
   tollgate ledger channels  [--data-dir DIR | --database URL] [--txs N]   (batch-settlement channels, claims and settles)
-T is an RFC 3339 time or a duration back from now (24h); S is verified, pending, settled, failed or released.`
+list and export show both schemes: exact's payments and batch-settlement's voucher calls.
+T is an RFC 3339 time or a duration back from now (24h); S is an exact payment's state (verified, pending,
+settled, failed, released), charged (a voucher call), or paid (settled or charged: what /metrics counts).`
 
 // ledgerCmd runs `tollgate ledger list|export|reconcile|channels`: the operator's
 // view of the money, without SQL.
@@ -47,9 +50,9 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	var txLimit int
 	switch sub {
 	case "list", "export":
-		fs.StringVar(&filter.State, "state", "", "only payments in this state")
-		fs.StringVar(&since, "since", "", "only payments first seen since this RFC 3339 time, or this long ago (e.g. 24h)")
-		fs.StringVar(&filter.Payer, "payer", "", "only this payer's payments")
+		fs.StringVar(&filter.State, "state", "", "only payments in this state: verified, pending, settled, failed, released (exact), charged (batch-settlement), or paid (settled or charged)")
+		fs.StringVar(&since, "since", "", "only payments first seen (exact) or charged (batch-settlement) since this RFC 3339 time, or this long ago (e.g. 24h)")
+		fs.StringVar(&filter.Payer, "payer", "", "only this payer's payments and voucher calls")
 	case "reconcile":
 		chainRPC = fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of the chain the payments were made on (devnet: the running serve's --devnet-rpc, e.g. http://127.0.0.1:8545)")
 		payTo = fs.String("pay-to", getenv("TOLLGATE_PAY_TO"), "recipient of payments recorded before the ledger kept one per payment")
@@ -88,17 +91,17 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	switch sub {
 	case "list":
-		recs, err := db.List(ctx, filter)
+		es, err := books(ctx, db, filter)
 		if err != nil {
 			return err
 		}
-		return writeList(stdout, recs)
+		return writeList(stdout, es)
 	case "export":
-		recs, err := db.List(ctx, filter)
+		es, err := books(ctx, db, filter)
 		if err != nil {
 			return err
 		}
-		return writeCSV(stdout, recs)
+		return writeCSV(stdout, es)
 	case "channels":
 		chans, err := db.Channels(ctx)
 		if err != nil {
@@ -170,34 +173,107 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want an RFC 3339 time (2026-11-01T00:00:00Z) or a duration (24h)", s)
 }
 
+// statePaid selects what the books count as paid (paid_totals, the JSON
+// /metrics' paid and revenue): exact's settled payments and every voucher
+// call.
+const statePaid = "paid"
+
 func checkState(s string) error {
 	switch s {
-	case "", exact.StateVerified, exact.StatePending, exact.StateSettled, exact.StateFailed, exact.StateReleased:
+	case "", exact.StateVerified, exact.StatePending, exact.StateSettled, exact.StateFailed, exact.StateReleased, store.StateCharged, statePaid:
 		return nil
 	}
-	return fmt.Errorf("--state %q: want verified, pending, settled, failed or released", s)
+	return fmt.Errorf("--state %q: want verified, pending, settled, failed, released, charged or paid", s)
 }
 
-// writeList prints payments as an aligned table, with a total of the
-// settled ones.
-func writeList(w io.Writer, recs []exact.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tOPERATION\tPAYER\tAMOUNT\tSTATE\tTX\tREASON")
+// entry is one line of the operator's books: an exact payment, in any
+// state, or a batch-settlement voucher call, charged. Tx is exact's
+// settlement; a voucher call has none (its money moves with its
+// channel's claim and settle), and names its Channel and the
+// Cumulative total that keys it instead.
+type entry struct {
+	At                                      time.Time
+	Scheme, Operation, Payer, Amount, State string
+	Tx, Reason, Asset, Nonce, Resource      string
+	Channel, Cumulative, PayTo              string
+	paid                                    bool // counted in paid_totals
+}
+
+// books reads both schemes' calls matching f, oldest first (exact's by
+// when the payment was first seen, voucher calls by when they were
+// charged; exact first at the same instant).
+func books(ctx context.Context, db *store.DB, f store.Filter) ([]entry, error) {
+	exactF, batchF := f, f
+	if f.State == statePaid {
+		exactF.State, batchF.State = exact.StateSettled, store.StateCharged
+	}
+	recs, err := db.List(ctx, exactF)
+	if err != nil {
+		return nil, err
+	}
+	charges, err := db.BatchCharges(ctx, batchF)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]entry, 0, len(recs)+len(charges))
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.Operation, r.Payer, r.Amount,
-			r.State, orDash(r.Tx), orDash(r.Reason))
+		out = append(out, entry{At: r.CreatedAt, Scheme: exact.Scheme, Operation: r.Operation, Payer: r.Payer, Amount: r.Amount,
+			State: r.State, Tx: r.Tx, Reason: r.Reason, Asset: r.Asset, Nonce: r.Nonce, Resource: r.Resource, PayTo: r.PayTo,
+			paid: r.State == exact.StateSettled})
+	}
+	for _, c := range charges {
+		out = append(out, entry{At: c.At, Scheme: batch.Scheme, Operation: c.Operation, Payer: c.Payer.Hex(), Amount: c.Amount.String(),
+			State: store.StateCharged, Asset: c.Asset.Hex(), Resource: c.Resource, Channel: c.Channel.Hex(),
+			Cumulative: c.Cumulative.String(), PayTo: c.PayTo.Hex(), paid: true})
+	}
+	slices.SortStableFunc(out, func(a, b entry) int { return a.At.Compare(b.At) })
+	return out, nil
+}
+
+// usd writes atomic units of the store's asset (USDC's 6 decimals, as
+// the gate prices it) as exact dollars: "0.05", never a rounded float.
+// An amount that is not an integer is shown as "?".
+func usd(atomic string) string {
+	n, ok := new(big.Int).SetString(atomic, 10)
+	if !ok {
+		return "?"
+	}
+	s := new(big.Rat).SetFrac(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(usdcDecimals), nil)).FloatString(usdcDecimals)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
+// writeList prints both schemes' calls as an aligned table, amounts in
+// atomic units and in USD, then the totals: exact's settled payments,
+// the voucher calls charged, and their sum, the paid count and revenue
+// /metrics shows for the same calls. TX/CHANNEL is an exact payment's
+// settlement transaction, or a voucher call's channel.
+func writeList(w io.Writer, es []entry) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tSCHEME\tOPERATION\tPAYER\tAMOUNT\tUSD\tSTATE\tTX/CHANNEL\tREASON")
+	for _, e := range es {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Scheme, e.Operation, e.Payer, e.Amount,
+			usd(e.Amount), e.State, orDash(e.Tx+e.Channel), orDash(e.Reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	settled, sum := 0, new(big.Int)
-	for _, r := range recs {
-		if n, ok := new(big.Int).SetString(r.Amount, 10); ok && r.State == exact.StateSettled {
+	var settled, charged int
+	settledSum, chargedSum := new(big.Int), new(big.Int)
+	for _, e := range es {
+		n, ok := new(big.Int).SetString(e.Amount, 10)
+		switch {
+		case !ok || !e.paid:
+		case e.Scheme == exact.Scheme:
 			settled++
-			sum.Add(sum, n)
+			settledSum.Add(settledSum, n)
+		default:
+			charged++
+			chargedSum.Add(chargedSum, n)
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d payments, %d settled for %s atomic units\n", len(recs), settled, sum)
+	paid := new(big.Int).Add(settledSum, chargedSum)
+	_, err := fmt.Fprintf(w, "%d payments, %d settled for %s atomic units (%s), %d charged for %s (%s): %d paid for %s atomic units, %s USD\n",
+		len(es), settled, settledSum, exact.Scheme, charged, chargedSum, batch.Scheme, settled+charged, paid, usd(paid.String()))
 	return err
 }
 
@@ -208,15 +284,27 @@ func orDash(s string) string {
 	return s
 }
 
-// writeCSV writes payments as CSV: the six columns an operator matches to
-// the chain (time, operation, payer, amount in atomic units, tx, state),
-// then reason, asset, nonce and resource.
-func writeCSV(w io.Writer, recs []exact.Record) error {
+// csvHeader returns the export's columns. The first six are what an
+// operator matches to the chain (time, operation, payer, amount in atomic
+// units, tx, state), then reason, asset, nonce and resource: the export's
+// columns before batch-settlement, in their order, so that a consumer
+// reading them by position keeps working. The columns added since go
+// last: the scheme, a voucher call's channel and the cumulative total
+// that keys it (its tx and nonce are empty: it has neither), the
+// recipient, and the amount in USD.
+func csvHeader() []string {
+	return []string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource",
+		"scheme", "channel", "cumulative", "pay_to", "amount_usd"}
+}
+
+// writeCSV writes both schemes' calls as CSV, in csvHeader's columns.
+// The revenue is the rows whose state is settled or charged.
+func writeCSV(w io.Writer, es []entry) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource"})
-	for _, r := range recs {
-		_ = cw.Write([]string{r.CreatedAt.UTC().Format(time.RFC3339), r.Operation, r.Payer, r.Amount, r.Tx, r.State,
-			r.Reason, r.Asset, r.Nonce, r.Resource})
+	_ = cw.Write(csvHeader())
+	for _, e := range es {
+		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339), e.Operation, e.Payer, e.Amount, e.Tx, e.State,
+			e.Reason, e.Asset, e.Nonce, e.Resource, e.Scheme, e.Channel, e.Cumulative, e.PayTo, usd(e.Amount)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -99,7 +99,7 @@ func TestLedgerCommand(t *testing.T) {
 			t.Errorf("ledger %v: %v\n%s", tt.args, err, out)
 		}
 	}
-	for _, bad := range [][]string{{"list", "--state", "paid"}, {"list", "--since", "yesterday"}, {"list", "--payer", "me"}, {"audit"}, {"reconcile"}} {
+	for _, bad := range [][]string{{"list", "--state", "confirmed"}, {"list", "--since", "yesterday"}, {"list", "--payer", "me"}, {"audit"}, {"reconcile"}} {
 		if _, err := ledger(bad...); err == nil {
 			t.Errorf("ledger %v: no error", bad)
 		}
