@@ -45,3 +45,50 @@ func TestBatchMetrics(t *testing.T) {
 		t.Error("a failing store read scraped cleanly")
 	}
 }
+
+// TestBatchWatchMetrics: the foreign-claims counter is exposed at 0 from
+// the start; the escrow watcher's series appear when it starts, its last
+// success at the start time, and follow its passes.
+func TestBatchWatchMetrics(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics(Build{}, nil)
+	fams := scrape(t, m)
+	if _, ok := fams["tollgate_batch_foreign_claims_total"]; !ok {
+		t.Error("tollgate_batch_foreign_claims_total is not exposed on a fresh server")
+	}
+	for _, name := range []string{"tollgate_batch_escrow_watch_last_success_timestamp_seconds", "tollgate_batch_escrow_watch_errors_total"} {
+		if _, ok := fams[name]; ok {
+			t.Errorf("%s is exposed before the escrow watcher starts", name)
+		}
+	}
+	before := float64(time.Now().Unix())
+	m.EscrowWatchStarted()
+	fams = scrape(t, m)
+	started := counter(fams, "tollgate_batch_escrow_watch_last_success_timestamp_seconds", nil)
+	if started < before || started > float64(time.Now().Unix())+1 {
+		t.Errorf("last success %v at the start, want about %v", started, before)
+	}
+	if _, ok := fams["tollgate_batch_escrow_watch_errors_total"]; !ok {
+		t.Error("tollgate_batch_escrow_watch_errors_total is not exposed at the start")
+	}
+	m.EscrowWatched(errors.New("429 Too Many Requests"))
+	m.EscrowWatched(errors.New("429 Too Many Requests"))
+	m.BatchForeignClaim()
+	fams = scrape(t, m)
+	for _, tt := range []struct {
+		name string
+		want float64
+	}{
+		{"tollgate_batch_escrow_watch_errors_total", 2},
+		{"tollgate_batch_escrow_watch_last_success_timestamp_seconds", started},
+		{"tollgate_batch_foreign_claims_total", 1},
+	} {
+		if got := counter(fams, tt.name, nil); got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	m.EscrowWatched(nil)
+	if got := counter(scrape(t, m), "tollgate_batch_escrow_watch_last_success_timestamp_seconds", nil); got < started {
+		t.Errorf("last success %v after a pass, before the start %v", got, started)
+	}
+}

@@ -13,6 +13,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,8 +53,15 @@ type Metrics struct {
 	scanCalls    prometheus.Gauge
 	scanCycles   *prometheus.CounterVec
 
-	batchTxs *prometheus.CounterVec
-	batchUSD *prometheus.CounterVec
+	batchTxs     *prometheus.CounterVec
+	batchUSD     *prometheus.CounterVec
+	batchForeign prometheus.Counter
+
+	// The escrow watcher's series, registered when it starts (only then
+	// is batch-settlement on, and an alert on their age meaningful).
+	watchOnce   sync.Once
+	watchLast   prometheus.Gauge
+	watchErrors prometheus.Counter
 
 	ready prometheus.Gauge
 }
@@ -98,6 +106,13 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 
 	m.batchTxs = f.counters("tollgate_batch_transactions_total", "Batch-settlement claims and settles asked of the facilitator by this process, by kind (claim or settle) and result (ok, refused, error, noop).", "kind", "result")
 	m.batchUSD = f.counters("tollgate_batch_usd_total", "USD claimed (kind=claim) and swept to the receiver (kind=settle) by this process's batch-settlement transactions.", "kind")
+	m.batchForeign = prometheus.NewCounter(prometheus.CounterOpts{Name: "tollgate_batch_foreign_claims_total",
+		Help: "Batch-settlement channels this process found claimed on chain beyond what the store charged (another server claims with this receiver authorizer, or the store lost records); each is no longer served."})
+	m.watchLast = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_batch_escrow_watch_last_success_timestamp_seconds",
+		Help: "Unix time of the escrow watcher's last pass that read the escrow's events up to the chain head (its start time until then); present while batch-settlement is on."})
+	m.watchErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tollgate_batch_escrow_watch_errors_total",
+		Help: "Passes of the escrow watcher that failed to read the escrow's events (chain RPC); present while batch-settlement is on."})
+	reg.MustRegister(m.batchForeign)
 
 	m.ready = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_ready", Help: "1 when the readiness probe last passed, else 0."})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_build_info", Help: "The running binary: always 1.",
@@ -205,6 +220,29 @@ func (m *Metrics) BatchTransaction(kind, result string, usd float64) {
 	if usd > 0 {
 		m.batchUSD.WithLabelValues(kind).Add(usd)
 	}
+}
+
+// BatchForeignClaim counts a batch-settlement channel found claimed on
+// chain beyond what the store charged (Metrics implements
+// batch.ClaimObserver and batch.WatchObserver).
+func (m *Metrics) BatchForeignClaim() { m.batchForeign.Inc() }
+
+// EscrowWatchStarted adds the escrow watcher's series, its last success
+// set to now: an alert on its age then gives a fresh watcher as long to
+// read as a running one.
+func (m *Metrics) EscrowWatchStarted() {
+	m.watchOnce.Do(func() { m.reg.MustRegister(m.watchLast, m.watchErrors) })
+	m.watchLast.SetToCurrentTime()
+}
+
+// EscrowWatched records one pass of the escrow watcher: nil when it read
+// the escrow's events up to the head.
+func (m *Metrics) EscrowWatched(err error) {
+	if err != nil {
+		m.watchErrors.Inc()
+		return
+	}
+	m.watchLast.SetToCurrentTime()
 }
 
 // The payment funnel: Metrics implements payment.Observer.

@@ -53,10 +53,27 @@ type batchSide struct {
 	watcher *batch.Watcher
 }
 
+// batchObserver counts the claimer's transactions, the escrow watcher's
+// passes and foreign claims; *admin.Metrics is one.
+type batchObserver interface {
+	batch.ClaimObserver
+	batch.WatchObserver
+}
+
 // newBatchSide builds the scheme over the store and the facilitator of
 // pay, or returns nil when it is not offered.
-func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.ClaimObserver, logger *slog.Logger) (*batchSide, error) {
+func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batchObserver, logger *slog.Logger) (*batchSide, error) {
 	if !cfg.BatchSettlement {
+		return nil, nil
+	}
+	if cfg.DevnetURL != "" && cfg.Database == "" {
+		// Replicas of one devnet each with their own SQLite store would
+		// each keep their own books of a channel paid through several of
+		// them: different charged totals, refunds refused as mismatches,
+		// and one replica's claim taking what another served (issue 20,
+		// item 8). One store must hold a channel's books.
+		logger.Warn("batch-settlement is not offered: servers sharing a chain (--devnet-url) must share a PostgreSQL store (--database) for batch-settlement, " +
+			"as each channel's books must be kept in one place; exact only. --batch-settlement=false silences this")
 		return nil, nil
 	}
 	keyHex, err := batchKey(cfg, pay.mode == "devnet")
@@ -77,9 +94,9 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.Claim
 	}
 	escrow := batch.Escrow{ChainID: big.NewInt(baseChainID), Address: batch.EscrowAddress}
 	minDeposit, _ := payment.AtomicAmount(cfg.BatchMinDeposit, pay.gateConfig.Decimals)
-	threshold, _ := payment.AtomicAmount(cfg.BatchClaimThreshold, pay.gateConfig.Decimals)
-	if threshold.Sign() == 0 {
-		threshold = nil // no threshold: the interval and withdrawals decide
+	threshold, err := claimThreshold(cfg.BatchClaimThreshold, pay.gateConfig.Decimals) // nil: no threshold
+	if err != nil {
+		return nil, fmt.Errorf("--batch-claim-threshold %q: %w", cfg.BatchClaimThreshold, err)
 	}
 	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: key,
 		WithdrawDelay: uint64(cfg.BatchWithdrawDelay / time.Second), MinDeposit: minDeposit, StateTTL: cfg.BatchStateTTL}, db, pay.batch)
@@ -88,6 +105,15 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.Claim
 	}
 	cc := batch.ClaimerConfig{Escrow: escrow, Authorizer: key, Period: cfg.BatchClaimInterval, Threshold: threshold,
 		Poll: min(cfg.BatchClaimInterval, time.Second), Decimals: pay.gateConfig.Decimals, Observer: observer}
+	// A claim counts as far as the escrow shows it: the claimer reads the
+	// claimed totals after each claim where the facilitator can read the
+	// chain; otherwise it takes the facilitator's word, and the escrow
+	// watcher's Claimed events are the check.
+	if r, ok := pay.batch.(batch.ChannelReader); ok {
+		cc.Chain = r
+	} else {
+		logger.Info("batch-settlement claims are counted on the facilitator's word; the escrow watcher checks them against the escrow's Claimed events")
+	}
 	if cfg.Database != "" { // replicas take turns: one claims per lease period
 		holder := replicaName()
 		cc.Turn = func(ctx context.Context) (bool, error) { return db.Lease(ctx, claimerLease, holder, 30*time.Second) }
@@ -98,9 +124,9 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batch.Claim
 	}
 	// The watcher looks back over a whole withdraw delay of 2 s blocks: a
 	// withdrawal started while no replica watched is still seen in time.
-	watcher, err := batch.NewWatcher(batch.WatcherConfig{Escrow: escrow.Address, Poll: 2 * time.Second, Turn: cc.Turn,
-		Lookback: uint64(cfg.BatchWithdrawDelay/(2*time.Second)) + 1, OnWithdraw: func(common.Hash) { claimer.Wake() }},
-		pay.logs, db, logger.With("component", "escrow-watcher"))
+	wc := batch.WatcherConfig{Escrow: escrow.Address, Poll: 2 * time.Second, Turn: cc.Turn,
+		Lookback: uint64(cfg.BatchWithdrawDelay/(2*time.Second)) + 1, OnWithdraw: func(common.Hash) { claimer.Wake() }, Observer: observer}
+	watcher, err := batch.NewWatcher(wc, pay.logs, db, logger.With("component", "escrow-watcher"))
 	if err != nil {
 		return nil, err
 	}

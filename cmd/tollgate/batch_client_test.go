@@ -37,7 +37,7 @@ import (
 //
 // The server announces a minimum deposit of 120 prices, so the client's
 // one deposit covers the 100 calls with 20 to spare; the claim threshold
-// is exactly 100 prices and the claim interval an hour, so the claimer
+// is exactly 100 prices and the claim interval 27 minutes (the longest an hour's withdraw delay allows), so the claimer
 // claims once, right after the 100th call (it polls every second). The
 // devnet seals a block every 2 s, as Base does: only the deposit waits for
 // one.
@@ -65,7 +65,7 @@ func TestInteropBatchClient(t *testing.T) {
 	times := func(n int64) *big.Int { return new(big.Int).Mul(price, big.NewInt(n)) }
 	deposit, served := times(calls+spare), times(calls)
 	s, err := serveFor(t, []string{"--data-dir", t.TempDir(),
-		"--batch-min-deposit", atomicUSD(deposit), "--batch-claim-threshold", atomicUSD(served), "--batch-claim-interval", "1h", "--devnet-block-time", "2s"}, nil)
+		"--batch-min-deposit", atomicUSD(deposit), "--batch-claim-threshold", atomicUSD(served), "--batch-claim-interval", "27m", "--devnet-block-time", "2s"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

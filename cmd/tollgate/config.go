@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/url"
 	"strconv"
@@ -215,9 +216,9 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 		"offer the x402 batch-settlement scheme beside exact (needs a receiver authorizer key outside devnet; false: exact only)")
 	str(&cfg.BatchKeyFile, "batch-authorizer-key-file", "", "batch-settlement: file holding the hex key of the channels' receiver authorizer, which signs claims and refunds (or set TOLLGATE_BATCH_AUTHORIZER_KEY; devnet: payTo's key)")
 	cfg.BatchAuthorizerKey = getenv("TOLLGATE_BATCH_AUTHORIZER_KEY")
-	dur(&cfg.BatchWithdrawDelay, "batch-withdraw-delay", time.Hour, "batch-settlement: the channels' withdrawDelay, how long a payer's timed withdrawal waits (15m to 720h): the claimer's time to claim")
+	dur(&cfg.BatchWithdrawDelay, "batch-withdraw-delay", time.Hour, "batch-settlement: the channels' withdrawDelay, how long a payer's timed withdrawal waits (15m to 720h): the claimer's time to claim; at least 2 × --batch-claim-interval + 5m")
 	str(&cfg.BatchMinDeposit, "batch-min-deposit", "1.00", "batch-settlement: the deposit announced to clients (extra.minDeposit), USD; a route's price when larger")
-	dur(&cfg.BatchClaimInterval, "batch-claim-interval", 10*time.Minute, "batch-settlement: claim and settle served vouchers at least this often")
+	dur(&cfg.BatchClaimInterval, "batch-claim-interval", 10*time.Minute, "batch-settlement: claim and settle served vouchers at least this often; at most (--batch-withdraw-delay − 5m) / 2, so that two claims fit before a timed withdrawal finalizes")
 	str(&cfg.BatchClaimThreshold, "batch-claim-threshold", "5.00", "batch-settlement: claim at once when this much (USD) is served and unclaimed; 0: no threshold")
 	dur(&cfg.BatchStateTTL, "batch-state-ttl", 0, "batch-settlement: how long a channel's mirrored on-chain state serves vouchers without asking the chain; 0: withdraw delay / 3, between 30s and 5m")
 	str(&cfg.TrustedProxies, "trusted-proxies", "", "load balancers whose X-Forwarded-For names the client, as CIDRs or IPs, comma-separated; empty: the TCP peer is the client")
@@ -348,15 +349,44 @@ func (c *config) validate() error {
 	if d := c.BatchWithdrawDelay; d%time.Second != 0 || d < batch.MinWithdrawDelay*time.Second || d > batch.MaxWithdrawDelay*time.Second {
 		errs = append(errs, fmt.Errorf("--batch-withdraw-delay %s: want whole seconds from 15m to 720h (the escrow's bounds)", d))
 	}
-	for _, f := range []struct{ flag, usd string }{{"batch-min-deposit", c.BatchMinDeposit}, {"batch-claim-threshold", c.BatchClaimThreshold}} {
-		if _, err := payment.AtomicAmount(f.usd, usdcDecimals); err != nil {
-			errs = append(errs, fmt.Errorf("--%s %q: %w", f.flag, f.usd, err))
-		}
+	if _, err := payment.AtomicAmount(c.BatchMinDeposit, usdcDecimals); err != nil {
+		errs = append(errs, fmt.Errorf("--batch-min-deposit %q: %w", c.BatchMinDeposit, err))
+	}
+	if _, err := claimThreshold(c.BatchClaimThreshold, usdcDecimals); err != nil {
+		errs = append(errs, fmt.Errorf("--batch-claim-threshold %q: %w", c.BatchClaimThreshold, err))
 	}
 	if c.BatchClaimInterval <= 0 || c.BatchStateTTL < 0 {
 		errs = append(errs, fmt.Errorf("--batch-claim-interval %s must be positive, --batch-state-ttl %s not negative", c.BatchClaimInterval, c.BatchStateTTL))
+	} else if most := maxClaimInterval(c.BatchWithdrawDelay); c.BatchWithdrawDelay >= batch.MinWithdrawDelay*time.Second && c.BatchClaimInterval > most {
+		errs = append(errs, fmt.Errorf("--batch-claim-interval %s: at most %s with --batch-withdraw-delay %s ((delay − %s) / 2), or a payer's timed withdrawal can finalize before anything served is claimed",
+			c.BatchClaimInterval, most, c.BatchWithdrawDelay, claimMargin))
 	}
 	return errors.Join(errs...)
+}
+
+// claimMargin is what the claim interval leaves of the withdraw delay, as
+// well as a second interval: the time a claim takes to land, and clocks.
+const claimMargin = 5 * time.Minute
+
+// maxClaimInterval is the longest claim interval the channels' withdraw
+// delay allows. The claimer claims a value at most an interval after it
+// was served, and at once when the escrow watcher sees a timed withdrawal
+// start; with the watcher blind (its event feed failing), a payer who
+// starts one right after a call is caught only by the periodic claim. Two
+// intervals and a margin fit in the delay, so that one failed claim (the
+// facilitator or the chain down at that moment) is still made up in time.
+func maxClaimInterval(withdrawDelay time.Duration) time.Duration {
+	return (withdrawDelay - claimMargin) / 2
+}
+
+// claimThreshold parses --batch-claim-threshold: USD in atomic units of
+// decimals, or nil for 0 (no threshold: the interval and withdrawals
+// decide).
+func claimThreshold(usd string, decimals int) (*big.Int, error) {
+	if whole, frac, _ := strings.Cut(usd, "."); whole != "" && strings.Trim(whole+frac, "0") == "" {
+		return nil, nil
+	}
+	return payment.AtomicAmount(usd, decimals)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -66,10 +66,21 @@ type ClaimStore interface {
 }
 
 // ClaimObserver is told of every claim and settle the claimer asks for;
-// *admin.Metrics implements it. usd is the amount claimed or settled, 0
-// unless result is ResultOK.
+// *admin.Metrics implements it.
 type ClaimObserver interface {
+	// BatchTransaction counts one claim or settle; usd is the amount
+	// claimed or settled, 0 unless result is ResultOK.
 	BatchTransaction(kind, result string, usd float64)
+	// BatchForeignClaim counts a channel found claimed on chain beyond
+	// what this store charged (once per channel).
+	BatchForeignClaim()
+}
+
+// ChannelReader reads a channel's state in the escrow; *Local provides it.
+// The claimer reads it after each claim the facilitator reports landed:
+// the escrow's totals, not the facilitator's word, say what was claimed.
+type ChannelReader interface {
+	ChannelState(ctx context.Context, id common.Hash) (OnChain, error)
 }
 
 // ClaimerConfig tunes the claimer (docs/batch-settlement.md §3.6: the
@@ -102,6 +113,12 @@ type ClaimerConfig struct {
 	// reconciler's: replicas sharing a store give it a store lease, so that
 	// one of them claims.
 	Turn func(ctx context.Context) (bool, error)
+	// Chain, when set, is read after every claim the facilitator reports
+	// landed: a claim counts only as far as the escrow's claimed totals
+	// show it, and a total beyond what the store charged marks a foreign
+	// claim. Nil takes the facilitator's word (the escrow watcher's
+	// Claimed events are then the only check).
+	Chain ChannelReader
 	// Observer, when set, counts the claims and settles.
 	Observer ClaimObserver
 	// Now is the clock (default time.Now).
@@ -142,7 +159,9 @@ func (c ClaimerConfig) Validate() error {
 //
 // It keeps nothing it cannot lose: the store holds every served voucher,
 // so a restarted claimer claims whatever the store shows unclaimed, and a
-// row at or below the escrow's total is a no-op on chain (T12).
+// row at or below the escrow's total is a no-op on chain (T12); what it
+// claimed and did not settle yet is settled again after a restart (see
+// Once).
 type Claimer struct {
 	cfg        ClaimerConfig
 	store      ClaimStore
@@ -155,6 +174,7 @@ type Claimer struct {
 	bad       map[common.Hash]quarantine // rows the escrow refused
 	foreign   map[common.Hash]bool       // channels of another authorizer, logged once
 	unsettled map[pair]bool              // claimed, not swept yet
+	started   bool                       // a pass has read the store
 }
 
 type pair struct{ receiver, token common.Address }
@@ -219,13 +239,18 @@ type ClaimReport struct {
 	// "period"; empty when it did not.
 	Due string
 	// Claimed is the channels claimed and Amount what their claimed totals
-	// rose by; Txs the claim transactions.
+	// rose by (on chain, when the claimer has a chain reader); Txs the
+	// claim transactions.
 	Claimed int
 	Amount  *big.Int
 	Txs     []common.Hash
 	// Refused is the channels the escrow refused, isolated from their
-	// batches and left out until charged again or Retry passes.
+	// batches, and those a landed claim left short of what was claimed on
+	// chain: each is left out until charged again or Retry passes.
 	Refused []common.Hash
+	// Foreign is the channels found claimed on chain beyond what the store
+	// charged (Channel.ForeignClaimAt set by this pass).
+	Foreign []common.Hash
 	// Settled is the settle transactions.
 	Settled []common.Hash
 }
@@ -241,12 +266,26 @@ type row struct {
 // (or an earlier pass whose settle failed) claimed. It does not ask Turn.
 // The facilitator being unreachable ends the pass with an error; rows the
 // escrow refuses do not.
+//
+// What was claimed and not settled is known only to this memory and the
+// chain, so the first pass (after every restart) settles every receiver
+// and token that the store shows ours claimed for: the facilitator
+// answers nothing_to_settle, taken as done, where the escrow holds nothing
+// to sweep (Local.Settle).
 func (c *Claimer) Once(ctx context.Context) (ClaimReport, error) {
 	now := c.cfg.Now()
 	rep := ClaimReport{Unclaimed: new(big.Int), Amount: new(big.Int)}
 	chans, err := c.store.Channels(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("claimer: %w", err)
+	}
+	if !c.started {
+		c.started = true
+		for _, ch := range chans {
+			if ch.Config.ReceiverAuthorizer == c.authorizer && orZero(ch.TotalClaimed).Sign() > 0 {
+				c.unsettled[pair{ch.Config.Receiver, ch.Config.Token}] = true
+			}
+		}
 	}
 	rows := c.rows(ctx, chans, now)
 	for _, r := range rows {
@@ -354,13 +393,11 @@ func (c *Claimer) claim(ctx context.Context, rows []row, now time.Time, rep *Cla
 	}
 	switch {
 	case out.Success:
-		rep.Claimed += len(rows)
 		rep.Txs = append(rep.Txs, out.Tx)
-		for _, r := range rows {
-			rep.Amount.Add(rep.Amount, r.delta)
-			c.unsettled[pair{r.ch.Config.Receiver, r.ch.Config.Token}] = true
-			c.mirror(ctx, r, now)
-		}
+		amount := c.landed(ctx, rows, now, rep)
+		rep.Amount.Add(rep.Amount, amount)
+		c.observe(KindClaim, ResultOK, amount)
+		c.record(ctx, TxRecord{Kind: KindClaim, Tx: out.Tx, Amount: amount, Rows: len(rows), Result: ResultOK, At: now})
 		return nil
 	case out.Tx != (common.Hash{}):
 		// Sent and reverted: the state changed between the simulation and
@@ -370,7 +407,7 @@ func (c *Claimer) claim(ctx context.Context, rows []row, now time.Time, rep *Cla
 		return nil
 	case len(rows) == 1:
 		r := rows[0]
-		c.bad[r.ch.ID] = quarantine{charged: new(big.Int).Set(r.ch.Charged), until: now.Add(c.cfg.Retry)}
+		c.hold(r, now)
 		rep.Refused = append(rep.Refused, r.ch.ID)
 		c.logger.ErrorContext(ctx, "claimer: the escrow refuses a channel's claim; left out until it is charged again or the retry delay passes",
 			"channel", r.ch.ID, "payer", r.ch.Config.Payer, "charged", r.ch.Charged, "claimed", orZero(r.ch.TotalClaimed),
@@ -385,15 +422,14 @@ func (c *Claimer) claim(ctx context.Context, rows []row, now time.Time, rep *Cla
 	return c.claim(ctx, rows[half:], now, rep)
 }
 
-// send signs and sends one claim, and records its answer.
+// send signs and sends one claim; a refusal is counted and recorded here,
+// a landed claim by claim once its effect is known.
 func (c *Claimer) send(ctx context.Context, rows []row, now time.Time) (Outcome, error) {
 	entries := make([]ClaimEntry, len(rows))
 	claims := make([]Claim, len(rows))
-	amount := new(big.Int)
 	for i, r := range rows {
 		entries[i] = ClaimEntry{ChannelID: r.ch.ID, MaxClaimableAmount: r.claim.MaxClaimable, TotalClaimed: r.claim.TotalClaimed}
 		claims[i] = r.claim
-		amount.Add(amount, r.delta)
 	}
 	sig, err := payment.SignDigest(c.cfg.Escrow.ClaimBatchDigest(entries), c.cfg.Authorizer)
 	if err != nil {
@@ -404,43 +440,144 @@ func (c *Claimer) send(ctx context.Context, rows []row, now time.Time) (Outcome,
 		c.observe(KindClaim, ResultError, nil)
 		return Outcome{}, fmt.Errorf("claimer: claim %d rows: %w", len(rows), err)
 	}
-	rec := TxRecord{Kind: KindClaim, Tx: out.Tx, Amount: amount, Rows: len(rows), Result: ResultOK, At: now}
 	if !out.Success {
-		rec.Amount, rec.Result, rec.Reason, rec.Message = new(big.Int), ResultRefused, out.Reason, out.Message
+		c.observe(KindClaim, ResultRefused, nil)
+		c.record(ctx, TxRecord{Kind: KindClaim, Tx: out.Tx, Amount: new(big.Int), Rows: len(rows), Result: ResultRefused,
+			Reason: out.Reason, Message: out.Message, At: now})
 	}
-	c.observe(KindClaim, rec.Result, rec.Amount)
-	c.record(ctx, rec)
 	return out, nil
 }
 
-// mirror raises r's channel's claimed total to what was claimed (never
-// lowering it; charged and the reservation are the server's), and
-// restarts its unclaimed age: none if everything is claimed, else from
-// the start of the pass (it was charged since).
-func (c *Claimer) mirror(ctx context.Context, r row, now time.Time) {
-	_, err := c.store.UpdateChannel(ctx, r.ch.ID, func(ch *Channel, found bool) (Change, error) {
+// landed takes in a claim of rows that the facilitator reports landed,
+// and returns what it raised the channels' claimed totals by.
+//
+// A claim counts only as far as the escrow shows it (issue 20, item 8: a
+// claim recorded ok whose transaction moved nothing). With a chain
+// reader, each channel's claimed total is read after the claim and
+// mirrored; what the claim did is that total less the mirror before it.
+// A total short of what was claimed is logged at ERROR and refused like a
+// row the escrow refuses; a total beyond what the store charged is a
+// foreign claim (see mirror). Without a reader, the facilitator's word is
+// taken: every row reached what it claimed.
+func (c *Claimer) landed(ctx context.Context, rows []row, now time.Time, rep *ClaimReport) *big.Int {
+	amount := new(big.Int)
+	for _, r := range rows {
+		before := orZero(r.ch.TotalClaimed)
+		total := r.claim.TotalClaimed
+		if c.cfg.Chain != nil {
+			st, err := c.cfg.Chain.ChannelState(ctx, r.ch.ID)
+			if err != nil || st.TotalClaimed == nil {
+				// Whether the row landed is unknown. The escrow watcher
+				// mirrors the claim from its Claimed event; the row waits
+				// as a refused one does, so that it is not sent again at
+				// every poll.
+				c.hold(r, now)
+				c.logger.WarnContext(ctx, "claimer: reading a claimed channel from the escrow failed; the escrow watcher mirrors the claim from its event",
+					"channel", r.ch.ID, "err", err, "retry", c.cfg.Retry)
+				continue
+			}
+			total = st.TotalClaimed
+			if total.Cmp(r.claim.TotalClaimed) < 0 {
+				c.hold(r, now)
+				rep.Refused = append(rep.Refused, r.ch.ID)
+				c.logger.ErrorContext(ctx, "claimer: the facilitator reports a claim landed, but the escrow does not show the channel claimed; left out until it is charged again or the retry delay passes",
+					"channel", r.ch.ID, "payer", r.ch.Config.Payer, "claimed", r.claim.TotalClaimed, "onChain", total, "before", before,
+					"retry", c.cfg.Retry)
+			}
+		}
+		if total.Cmp(r.claim.TotalClaimed) >= 0 {
+			rep.Claimed++
+		}
+		if total.Cmp(before) > 0 {
+			amount.Add(amount, new(big.Int).Sub(total, before))
+			c.unsettled[pair{r.ch.Config.Receiver, r.ch.Config.Token}] = true
+		}
+		// What the pass read as charged is claimed: the rest was charged
+		// since it started. A row left short keeps the age it had.
+		since := time.Time{}
+		if total.Cmp(r.claim.TotalClaimed) >= 0 {
+			since = now
+		}
+		if c.mirror(ctx, r.ch.ID, total, since, now) {
+			rep.Foreign = append(rep.Foreign, r.ch.ID)
+		}
+	}
+	return amount
+}
+
+// hold leaves r out of claims until it is charged again or Retry passes.
+func (c *Claimer) hold(r row, now time.Time) {
+	c.bad[r.ch.ID] = quarantine{charged: new(big.Int).Set(r.ch.Charged), until: now.Add(c.cfg.Retry)}
+}
+
+// mirror raises channel id's claimed total to total, as raiseClaimed
+// does (charged and the reservation are the server's), and marks the
+// channel as claimed by a stranger when total exceeds what it charged;
+// it reports whether it did.
+func (c *Claimer) mirror(ctx context.Context, id common.Hash, total *big.Int, since, now time.Time) bool {
+	foreign := false
+	ch, err := c.store.UpdateChannel(ctx, id, func(ch *Channel, found bool) (Change, error) {
+		foreign = false
 		if !found {
 			return Keep, nil
 		}
 		change := Keep
-		if ch.TotalClaimed == nil || ch.TotalClaimed.Cmp(r.claim.TotalClaimed) < 0 {
-			ch.TotalClaimed, change = new(big.Int).Set(r.claim.TotalClaimed), Save
+		if raiseClaimed(ch, total, since) {
+			change = Save
 		}
-		switch {
-		case orZero(ch.Charged).Cmp(ch.TotalClaimed) <= 0:
-			if !ch.UnclaimedSince.IsZero() {
-				ch.UnclaimedSince, change = time.Time{}, Save
-			}
-		case change == Save:
-			ch.UnclaimedSince = now
+		if markForeign(ch, total, now) {
+			foreign, change = true, Save
 		}
 		return change, nil
 	})
 	if err != nil {
 		// The claim stands on chain; the next pass sends the row again,
-		// a no-op there, and mirrors it then.
-		c.logger.WarnContext(ctx, "claimer: recording a claimed total failed", "channel", r.ch.ID, "err", err)
+		// a no-op there, and mirrors it then (or the watcher does).
+		c.logger.WarnContext(ctx, "claimer: recording a claimed total failed", "channel", id, "err", err)
+		return false
 	}
+	if foreign {
+		c.logger.ErrorContext(ctx, "claimer: the escrow shows a channel claimed beyond what this store charged (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
+			"channel", id, "onChain", total, "charged", orZero(ch.Charged), "payer", ch.Config.Payer)
+		if c.cfg.Observer != nil {
+			c.cfg.Observer.BatchForeignClaim()
+		}
+	}
+	return foreign
+}
+
+// raiseClaimed raises c's mirrored claimed total to total, never lowering
+// it, and restarts its unclaimed age: none once everything charged is
+// claimed, else since when the caller knows that everything charged
+// before since is claimed (since zero: the age of what is left is not
+// known and is kept). It reports whether c changed.
+func raiseClaimed(c *Channel, total *big.Int, since time.Time) bool {
+	changed := false
+	if c.TotalClaimed == nil || c.TotalClaimed.Cmp(total) < 0 {
+		c.TotalClaimed, changed = new(big.Int).Set(total), true
+	}
+	switch {
+	case orZero(c.Charged).Cmp(c.TotalClaimed) <= 0:
+		if !c.UnclaimedSince.IsZero() {
+			c.UnclaimedSince, changed = time.Time{}, true
+		}
+	case !since.IsZero() && c.UnclaimedSince.Before(since):
+		c.UnclaimedSince, changed = since, true
+	}
+	return changed
+}
+
+// markForeign sets c's ForeignClaimAt to now, once, when the escrow's
+// claimed total exceeds what this store charged: no claim of this store
+// can go beyond Charged, so another claimer holds vouchers this store
+// does not (two stores serving one channel, or a store that lost
+// records). It reports whether it set it.
+func markForeign(c *Channel, total *big.Int, now time.Time) bool {
+	if total.Cmp(orZero(c.Charged)) <= 0 || !c.ForeignClaimAt.IsZero() {
+		return false
+	}
+	c.ForeignClaimAt = now
+	return true
 }
 
 // settle sweeps each receiver and token claimed for and not swept yet.

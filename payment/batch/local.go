@@ -130,6 +130,18 @@ func (l *Local) Authorizer() (common.Address, bool) {
 	return l.authorizer, l.cfg.Authorizer != nil
 }
 
+// ChannelState reads channel id's state in the escrow at the latest
+// block: what the claimer checks a claim's effect against.
+func (l *Local) ChannelState(ctx context.Context, id common.Hash) (OnChain, error) {
+	st, err := l.state(ctx, id, nil)
+	if err != nil {
+		return OnChain{}, &payment.FacilitatorError{Op: "read", Err: err}
+	}
+	return st, nil
+}
+
+var _ ChannelReader = (*Local)(nil)
+
 // Network is the CAIP-2 name of the escrow's chain, "eip155:8453".
 func (l *Local) Network() string { return "eip155:" + l.cfg.Escrow.ChainID.String() }
 

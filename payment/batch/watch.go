@@ -15,10 +15,14 @@ import (
 	"github.com/tollgate/tollgate/payment"
 )
 
-// withdrawInitiatedTopic is topic0 of the escrow's
+// The topic0 of the escrow's events the watcher follows
+// (docs/batch-settlement.md §1.3):
 // WithdrawInitiated(bytes32 indexed channelId, uint128 amount, uint40 finalizeAfter)
-// (docs/batch-settlement.md §1.3).
-var withdrawInitiatedTopic = crypto.Keccak256Hash([]byte("WithdrawInitiated(bytes32,uint128,uint40)"))
+// and Claimed(bytes32 indexed channelId, address indexed sender, uint128 claimAmount, uint128 newTotalClaimed).
+var (
+	withdrawInitiatedTopic = crypto.Keccak256Hash([]byte("WithdrawInitiated(bytes32,uint128,uint40)"))
+	claimedTopic           = crypto.Keccak256Hash([]byte("Claimed(bytes32,address,uint128,uint128)"))
+)
 
 // Logs is what the watcher reads of the chain; *ethclient.Client
 // provides it.
@@ -31,6 +35,19 @@ type Logs interface {
 // provides it.
 type WatchStore interface {
 	UpdateChannel(ctx context.Context, id common.Hash, fn func(c *Channel, found bool) (Change, error)) (Channel, error)
+}
+
+// WatchObserver is told how the watcher fares; *admin.Metrics implements
+// it.
+type WatchObserver interface {
+	// EscrowWatchStarted says Run began: the escrow is watched from now.
+	EscrowWatchStarted()
+	// EscrowWatched reports one pass: nil when it read the escrow's events
+	// up to the chain head.
+	EscrowWatched(err error)
+	// BatchForeignClaim counts a channel found claimed on chain beyond
+	// what this store charged (once per channel).
+	BatchForeignClaim()
 }
 
 // WatcherConfig tunes the watcher.
@@ -53,13 +70,25 @@ type WatcherConfig struct {
 	// withdrawal was seen: give it Claimer.Wake, so that the claim goes out
 	// at once.
 	OnWithdraw func(id common.Hash)
+	// Observer, when set, is told of each pass and of foreign claims.
+	Observer WatchObserver
+	// Now is the clock of ForeignClaimAt (default time.Now).
+	Now func() time.Time
 }
 
-// Watcher follows the escrow's WithdrawInitiated events and marks the
-// channels they name as withdrawing in the store (WithdrawRequestedAt),
-// which makes the claimer claim them at once: signed but unclaimed
-// vouchers are lost once a withdrawal is finalized (§3.5). Channels the
-// store does not hold are not ours and are ignored.
+// Watcher follows the escrow's events on the channels in the store
+// (channels the store does not hold are not ours and are ignored):
+//
+//   - WithdrawInitiated marks the channel as withdrawing
+//     (WithdrawRequestedAt), which makes the claimer claim it at once:
+//     signed but unclaimed vouchers are lost once a withdrawal is
+//     finalized (§3.5).
+//   - Claimed raises the mirrored claimed total (the claimer's own claims,
+//     and a refund's, when the claimer could not read their effect), and
+//     a newTotalClaimed beyond what the store charged marks the channel
+//     as claimed by a stranger (ForeignClaimAt), which stops its service:
+//     no claim of this store goes beyond Charged, so someone else holds
+//     vouchers this store never recorded (issue 20, item 8).
 type Watcher struct {
 	cfg    WatcherConfig
 	logs   Logs
@@ -89,25 +118,51 @@ func NewWatcher(cfg WatcherConfig, logs Logs, store WatchStore, logger *slog.Log
 	if cfg.MaxRange == 0 {
 		cfg.MaxRange = 1000
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Watcher{cfg: cfg, logs: logs, store: store, logger: logger}, nil
 }
 
 // Run reads new blocks every Poll until ctx ends, when Turn says so.
 func (w *Watcher) Run(ctx context.Context) {
+	if w.cfg.Observer != nil {
+		w.cfg.Observer.EscrowWatchStarted()
+	}
 	payment.Periodic(ctx, w.cfg.Poll, nil, w.cfg.Turn, func(ctx context.Context) error {
 		_, err := w.Once(ctx)
 		return err
 	}, w.logger, "escrow watcher")
 }
 
+// WatchReport is what one pass of the watcher did to the store.
+type WatchReport struct {
+	// Withdrawing is the channels it marked as withdrawing.
+	Withdrawing []common.Hash
+	// Mirrored is the channels whose claimed total it raised.
+	Mirrored []common.Hash
+	// Foreign is the channels it found claimed beyond what the store
+	// charged (ForeignClaimAt set by this pass).
+	Foreign []common.Hash
+}
+
 // Once reads the blocks from where the last pass stopped (Lookback
-// before the head, the first time) to the head, and returns the channels
-// of ours it marked as withdrawing. A failed read ends the pass; the
-// next one starts again there.
-func (w *Watcher) Once(ctx context.Context) ([]common.Hash, error) {
+// before the head, the first time) to the head. A failed read ends the
+// pass; the next one starts again there. The observer hears of every
+// pass but one cut short by ctx.
+func (w *Watcher) Once(ctx context.Context) (WatchReport, error) {
+	rep, err := w.once(ctx)
+	if w.cfg.Observer != nil && ctx.Err() == nil {
+		w.cfg.Observer.EscrowWatched(err)
+	}
+	return rep, err
+}
+
+func (w *Watcher) once(ctx context.Context) (WatchReport, error) {
+	var rep WatchReport
 	head, err := w.logs.BlockNumber(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watcher: head: %w", err)
+		return rep, fmt.Errorf("watcher: head: %w", err)
 	}
 	if w.next == 0 {
 		w.next = 1
@@ -115,47 +170,53 @@ func (w *Watcher) Once(ctx context.Context) ([]common.Hash, error) {
 			w.next = head - w.cfg.Lookback
 		}
 	}
-	var marked []common.Hash
 	for w.next <= head {
 		to := min(head, w.next+w.cfg.MaxRange-1)
 		logs, err := w.logs.FilterLogs(ctx, ethereum.FilterQuery{
 			FromBlock: new(big.Int).SetUint64(w.next), ToBlock: new(big.Int).SetUint64(to),
-			Addresses: []common.Address{w.cfg.Escrow}, Topics: [][]common.Hash{{withdrawInitiatedTopic}},
+			Addresses: []common.Address{w.cfg.Escrow}, Topics: [][]common.Hash{{withdrawInitiatedTopic, claimedTopic}},
 		})
 		if err != nil {
-			return marked, fmt.Errorf("watcher: logs of blocks %d-%d: %w", w.next, to, err)
+			return rep, fmt.Errorf("watcher: logs of blocks %d-%d: %w", w.next, to, err)
 		}
 		for _, lg := range logs {
-			ok, err := w.apply(ctx, lg)
-			if err != nil {
-				return marked, err // this range is read again
+			if lg.Removed || lg.Address != w.cfg.Escrow || len(lg.Topics) == 0 {
+				continue
 			}
-			if ok {
-				marked = append(marked, lg.Topics[1])
+			var err error
+			switch lg.Topics[0] {
+			case withdrawInitiatedTopic:
+				err = w.withdrawing(ctx, lg, &rep)
+			case claimedTopic:
+				err = w.claimed(ctx, lg, &rep)
+			}
+			if err != nil {
+				return rep, err // this range is read again
 			}
 		}
 		w.next = to + 1
 	}
-	return marked, nil
+	return rep, nil
 }
 
-// apply marks the channel of a WithdrawInitiated log as withdrawing since
-// finalizeAfter − its withdraw delay, and reports whether it is ours.
-func (w *Watcher) apply(ctx context.Context, lg types.Log) (bool, error) {
-	if lg.Removed || lg.Address != w.cfg.Escrow || len(lg.Topics) != 2 || lg.Topics[0] != withdrawInitiatedTopic || len(lg.Data) != 64 {
-		return false, nil
+// withdrawing marks the channel of a WithdrawInitiated log as withdrawing
+// since finalizeAfter − its withdraw delay, and wakes the claimer when the
+// channel is ours.
+func (w *Watcher) withdrawing(ctx context.Context, lg types.Log, rep *WatchReport) error {
+	if len(lg.Topics) != 2 || len(lg.Data) != 64 {
+		return nil
 	}
 	id := lg.Topics[1]
 	finalizeAfter := new(big.Int).SetBytes(lg.Data[32:64])
 	if !finalizeAfter.IsUint64() {
-		return false, nil
+		return nil
 	}
 	ours := false
 	_, err := w.store.UpdateChannel(ctx, id, func(c *Channel, found bool) (Change, error) {
+		ours = found
 		if !found {
 			return Keep, nil
 		}
-		ours = true
 		at := finalizeAfter.Uint64()
 		if at >= c.Config.WithdrawDelay {
 			at -= c.Config.WithdrawDelay
@@ -167,15 +228,59 @@ func (w *Watcher) apply(ctx context.Context, lg types.Log) (bool, error) {
 		return Save, nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("watcher: channel %s: %w", id.Hex(), err)
+		return fmt.Errorf("watcher: channel %s: %w", id.Hex(), err)
 	}
 	if !ours {
-		return false, nil
+		return nil
 	}
+	rep.Withdrawing = append(rep.Withdrawing, id)
 	w.logger.InfoContext(ctx, "escrow watcher: a payer started a timed withdrawal; claiming the channel now",
 		"channel", id, "finalizeAfter", finalizeAfter, "block", lg.BlockNumber, "tx", lg.TxHash)
 	if w.cfg.OnWithdraw != nil {
 		w.cfg.OnWithdraw(id)
 	}
-	return true, nil
+	return nil
+}
+
+// claimed takes in a Claimed log: it raises the channel's mirrored
+// claimed total to newTotalClaimed (never lowering it: the lookback reads
+// old events again), and marks the channel as claimed by a stranger,
+// once, when newTotalClaimed exceeds what the store charged.
+func (w *Watcher) claimed(ctx context.Context, lg types.Log, rep *WatchReport) error {
+	if len(lg.Topics) != 3 || len(lg.Data) != 64 {
+		return nil
+	}
+	id := lg.Topics[1]
+	total := new(big.Int).SetBytes(lg.Data[32:64])
+	now := w.cfg.Now()
+	raised, foreign := false, false
+	ch, err := w.store.UpdateChannel(ctx, id, func(c *Channel, found bool) (Change, error) {
+		raised, foreign = false, false
+		if !found {
+			return Keep, nil
+		}
+		// The age of what is left unclaimed is not known here: kept.
+		raised = raiseClaimed(c, total, time.Time{})
+		foreign = markForeign(c, total, now)
+		if raised || foreign {
+			return Save, nil
+		}
+		return Keep, nil
+	})
+	if err != nil {
+		return fmt.Errorf("watcher: channel %s: %w", id.Hex(), err)
+	}
+	if raised {
+		rep.Mirrored = append(rep.Mirrored, id)
+	}
+	if foreign {
+		rep.Foreign = append(rep.Foreign, id)
+		w.logger.ErrorContext(ctx, "escrow watcher: the escrow claimed on a channel beyond what this store charged (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
+			"channel", id, "newTotalClaimed", total, "charged", orZero(ch.Charged), "payer", ch.Config.Payer,
+			"sender", common.BytesToAddress(lg.Topics[2].Bytes()), "block", lg.BlockNumber, "tx", lg.TxHash)
+		if w.cfg.Observer != nil {
+			w.cfg.Observer.BatchForeignClaim()
+		}
+	}
+	return nil
 }
