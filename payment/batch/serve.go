@@ -218,7 +218,7 @@ func (s *Server) pay(x *exchange) {
 		s.unavailable(x, err)
 		return
 	}
-	if found && p.Type == TypeVoucher && s.replay(x, c, now) {
+	if found && s.replay(x, c, now) {
 		return
 	}
 	if found {
@@ -232,6 +232,13 @@ func (s *Server) pay(x *exchange) {
 			s.refuse(x, err)
 			return
 		}
+		if c.Pending.Live(now) {
+			// Another request holds the channel, perhaps this very one
+			// sent again: asking the facilitator now would judge it
+			// against a deposit or charge about to land.
+			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
+			return
+		}
 	}
 	var verdict *Verdict
 	if !found || p.Type == TypeDeposit || Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
@@ -241,9 +248,16 @@ func (s *Server) pay(x *exchange) {
 	}
 
 	hold, expires := holdID(), s.holdUntil(x, now)
+	var answered Channel // the channel, when this request turns out a resend of its last paid one
 	reserve := func(c *Channel, found bool) (Change, error) {
 		if !found && verdict == nil {
 			return Keep, errStale // the record is gone: judge from the chain
+		}
+		if found && s.replayable(x, *c, now) {
+			// The request it resends was answered while this one was on
+			// its way (the payer gave up waiting and sent it again).
+			answered = *c
+			return Keep, errAnswered
 		}
 		if !found {
 			// A channel without a record is charged from what the
@@ -272,6 +286,9 @@ func (s *Server) pay(x *exchange) {
 			return
 		}
 		_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
+	}
+	if errors.Is(err, errAnswered) && s.replay(x, answered, now) {
+		return
 	}
 	if err != nil {
 		s.fail(x, err)
@@ -342,16 +359,16 @@ func (s *Server) pay(x *exchange) {
 // answered again from the record (docs/payments.md, "Retries").
 const ReplayWindow = 10 * time.Minute
 
-// replay answers a resend of the voucher channel c last charged, for the
-// same resource within ReplayWindow, with the answer recorded then and no
-// second charge: the answer was lost on the way back. ok false: not such
-// a resend.
+// replay answers a resend of the voucher channel c last charged (a
+// voucher, or the deposit that came with it), for the same resource
+// within ReplayWindow, with the answer recorded then and no second charge
+// (nor a second deposit): the answer was lost on the way back. ok false:
+// not such a resend.
 func (s *Server) replay(x *exchange, c Channel, now time.Time) bool {
-	a, p := c.Answer, x.p
-	if a == nil || c.SignedMax == nil || p.MaxClaimable.Cmp(c.SignedMax) != 0 || orZero(c.Charged).Cmp(c.SignedMax) != 0 ||
-		!bytes.Equal(p.Signature, c.Signature) || now.Sub(a.At) > ReplayWindow || !payment.SameResource(a.Resource, x.Request.URL.RequestURI()) {
+	if !s.replayable(x, c, now) {
 		return false
 	}
+	a, p := c.Answer, x.p
 	var settlement payment.SettleResponse
 	if err := json.Unmarshal(a.Settlement, &settlement); err != nil {
 		return false
@@ -361,6 +378,17 @@ func (s *Server) replay(x *exchange, c Channel, now time.Time) bool {
 	x.Replay(a.ContentType, a.Body, settlement)
 	return true
 }
+
+// replayable reports whether x resends the request channel c was last
+// charged for (see replay).
+func (s *Server) replayable(x *exchange, c Channel, now time.Time) bool {
+	a, p := c.Answer, x.p
+	return p.Type != TypeRefund && a != nil && c.SignedMax != nil && p.MaxClaimable.Cmp(c.SignedMax) == 0 && orZero(c.Charged).Cmp(c.SignedMax) == 0 &&
+		bytes.Equal(p.Signature, c.Signature) && now.Sub(a.At) <= ReplayWindow && payment.SameResource(a.Resource, x.Request.URL.RequestURI())
+}
+
+// errAnswered ends a channel update that found its request answered.
+var errAnswered = errors.New("batch: the request was answered already")
 
 // refund has the facilitator return the rest of a channel's deposit to
 // its payer, claiming what was charged in the same transaction; the

@@ -150,6 +150,10 @@ type harness struct {
 	now        *atomic.Int64 // unix seconds
 	handled    atomic.Int32
 	failNext   atomic.Bool
+	// inHandler, when set, is told when the handler starts and holds it
+	// until release is closed.
+	inHandler chan struct{}
+	release   chan struct{}
 }
 
 var (
@@ -191,6 +195,10 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.srv = httptest.NewServer(gate.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.handled.Add(1)
+		if h.inHandler != nil {
+			h.inHandler <- struct{}{}
+			<-h.release
+		}
 		if h.failNext.Swap(false) {
 			http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
 			return
@@ -460,6 +468,56 @@ func TestServeChannelLifecycle(t *testing.T) {
 	}
 	if a = h.pay(t, batch.TypeRefund, 6*p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonRefundNoBalance {
 		t.Errorf("second refund: %d %v", a.status, a.required["error"])
+	}
+}
+
+// TestServeResendInFlight (issue 20, item 4): a payer that gave up
+// waiting sends the same voucher (or the deposit that carries it) again
+// while the first is still served: told to retry (channel_busy) without
+// the facilitator judging it against a deposit about to land, and then
+// answered from the record, paying once.
+func TestServeResendInFlight(t *testing.T) {
+	p := price.Int64()
+	for _, typ := range []string{batch.TypeDeposit, batch.TypeVoucher} {
+		t.Run(typ, func(t *testing.T) {
+			h := newHarness(t)
+			max := p
+			if typ == batch.TypeVoucher {
+				if a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil); a.status != http.StatusOK {
+					t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+				}
+				max = 2 * p
+			}
+			deposit := int64(0)
+			if typ == batch.TypeDeposit {
+				deposit = 5_000_000
+			}
+			h.inHandler, h.release = make(chan struct{}), make(chan struct{})
+			first := make(chan answer, 1)
+			go func() { first <- h.pay(t, typ, max, deposit, nil) }()
+			<-h.inHandler
+			h.inHandler = nil
+			verifies := h.fac.verifies.Load()
+			if a := h.pay(t, typ, max, deposit, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonChannelBusy {
+				t.Fatalf("resend while the first is served: %d %v", a.status, a.required["error"])
+			}
+			if h.fac.verifies.Load() != verifies {
+				t.Error("the facilitator was asked about a resend of a request in flight")
+			}
+			close(h.release)
+			if a := <-first; a.status != http.StatusOK {
+				t.Fatalf("first: %d %v", a.status, a.required["error"])
+			}
+			handled := h.handled.Load()
+			a := h.pay(t, typ, max, deposit, nil)
+			if a.status != http.StatusOK || a.body != `{"regime":"calm"}` || h.handled.Load() != handled {
+				t.Fatalf("resend after the answer: %d %s (handler runs %d)", a.status, a.body, h.handled.Load()-handled)
+			}
+			_, id := h.payer.Channel(h.terms)
+			if c := h.store.m[id]; c.Charged.Int64() != max || h.fac.state.Balance.Int64() != 5_000_000 {
+				t.Errorf("charged %s, balance %s: want one charge of %d and one deposit", c.Charged, h.fac.state.Balance, max)
+			}
+		})
 	}
 }
 
