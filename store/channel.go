@@ -25,9 +25,15 @@ const selectChannel = `SELECT id, config, charged, signed_max, signature, balanc
 	refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
 	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at FROM channels`
 
-// Channel implements batch.Store.
+// selectChannelByID reads one channel; one of the hot statements
+// (prepared.go).
+const selectChannelByID = selectChannel + ` WHERE id = $1`
+
+// Channel implements batch.Store. It reads outside any transaction (on
+// SQLite from the read pool, beside the writer): callers judge from it
+// only what UpdateChannel checks again.
 func (s *DB) Channel(ctx context.Context, id common.Hash) (batch.Channel, bool, error) {
-	c, err := scanChannel(s.db.QueryRowContext(ctx, selectChannel+` WHERE id = $1`, channelKey(id)))
+	c, err := scanChannel(s.readRow(ctx, selectChannelByID, channelKey(id)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return batch.Channel{}, false, nil
 	}
@@ -56,58 +62,92 @@ func (s *DB) Channels(ctx context.Context) ([]batch.Channel, error) {
 }
 
 // UpdateChannel implements batch.Store: one transaction, holding the
-// channel's lock (see engine.lockChannel) from the read to the write.
+// channel's lock (see engine.lockChannel) from the read to the write. On
+// SQLite the updates of concurrent requests are committed together
+// (group.go): one flush for many.
 func (s *DB) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	if s.group != nil {
+		return s.group.update(ctx, id, fn)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
 	}
 	defer tx.Rollback()
+	c, wrote, err := s.applyChannel(ctx, tx, id, fn)
+	if err != nil || !wrote {
+		return c, err
+	}
+	if err := tx.Commit(); err != nil {
+		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+	}
+	return c, nil
+}
+
+// applyChannel runs one channel update in tx: lock, read, fn, write. It
+// reports whether it wrote anything; an error leaves tx to be rolled back
+// (or, in a group, back to the update's savepoint).
+func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, bool, error) {
 	if s.e.lockChannel != "" {
 		if _, err := tx.ExecContext(ctx, s.e.lockChannel, channelLockClass, int32(binary.BigEndian.Uint32(id[:4]))); err != nil {
-			return batch.Channel{}, fmt.Errorf("store: lock channel: %w", err)
+			return batch.Channel{}, false, fmt.Errorf("store: lock channel: %w", err)
 		}
 	}
-	c, err := scanChannel(tx.QueryRowContext(ctx, selectChannel+` WHERE id = $1`, channelKey(id)))
+	c, err := scanChannel(s.queryRow(ctx, tx, selectChannelByID, channelKey(id)))
 	found := err == nil
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		c = batch.Channel{ID: id}
 	case err != nil:
-		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+		return batch.Channel{}, false, fmt.Errorf("store: update channel: %w", err)
 	}
 	change, err := fn(&c, found)
 	if err != nil {
-		return batch.Channel{}, err
+		return batch.Channel{}, false, err
 	}
 	c.ID = id // fn may not move a channel
 	switch change {
 	case batch.Keep:
-		return c, nil
+		c.NewCharge = nil
+		return c, false, nil
 	case batch.Delete:
 		if _, err := tx.ExecContext(ctx, `DELETE FROM channels WHERE id = $1`, channelKey(id)); err != nil {
-			return batch.Channel{}, fmt.Errorf("store: delete channel: %w", err)
+			return batch.Channel{}, false, fmt.Errorf("store: delete channel: %w", err)
 		}
 	case batch.Save:
-		if err := saveChannel(ctx, tx, c); err != nil {
-			return batch.Channel{}, err
+		if err := s.saveChannel(ctx, tx, c); err != nil {
+			return batch.Channel{}, false, err
 		}
 		if c.NewCharge != nil {
 			if err := s.insertCharge(ctx, tx, c); err != nil {
-				return batch.Channel{}, err
+				return batch.Channel{}, false, err
 			}
 		}
 	default:
-		return batch.Channel{}, fmt.Errorf("store: update channel: unknown change %d", change)
-	}
-	if err := tx.Commit(); err != nil {
-		return batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+		return batch.Channel{}, false, fmt.Errorf("store: update channel: unknown change %d", change)
 	}
 	c.NewCharge = nil
-	return c, nil
+	return c, true, nil
 }
 
-func saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
+// upsertChannel writes a whole channel; a hot statement (prepared.go).
+const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
+			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
+			refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
+			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
+			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
+			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
+			synced_at = excluded.synced_at, last_request = excluded.last_request, pending_id = excluded.pending_id,
+			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, unclaimed_since = excluded.unclaimed_since,
+			updated_at = excluded.updated_at, refund_pending_nonce = excluded.refund_pending_nonce,
+			refund_pending_amount = excluded.refund_pending_amount, refund_pending_at = excluded.refund_pending_at,
+			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
+			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
+			foreign_claim_at = excluded.foreign_claim_at`
+
+func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 	config, err := json.Marshal(c.Config)
 	if err != nil {
 		return err
@@ -124,21 +164,7 @@ func saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 	if c.Answer != nil {
 		a = *c.Answer
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
-			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
-			refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
-			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
-		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
-			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
-			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
-			synced_at = excluded.synced_at, last_request = excluded.last_request, pending_id = excluded.pending_id,
-			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, unclaimed_since = excluded.unclaimed_since,
-			updated_at = excluded.updated_at, refund_pending_nonce = excluded.refund_pending_nonce,
-			refund_pending_amount = excluded.refund_pending_amount, refund_pending_at = excluded.refund_pending_at,
-			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
-			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
-			foreign_claim_at = excluded.foreign_claim_at`,
+	_, err = s.exec(ctx, tx, upsertChannel,
 		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
 		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),

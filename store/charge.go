@@ -19,6 +19,10 @@ import (
 // settled per channel, not per call (Channels, BatchTxs).
 const StateCharged = "charged"
 
+// insertBatchCharge books one voucher call; a hot statement (prepared.go).
+const insertBatchCharge = `INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
 // insertCharge writes c's new charge (a voucher call of the
 // batch-settlement scheme) to the books, in the transaction that saves
 // the channel: one row in batch_charges, keyed by the channel and the
@@ -35,8 +39,7 @@ func (s *DB) insertCharge(ctx context.Context, tx *sql.Tx, c batch.Channel) erro
 	if at.IsZero() {
 		at = time.Now() // booked when committed
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err := s.exec(ctx, tx, insertBatchCharge,
 		channelKey(c.ID), decimal(ch.Cumulative), ch.Operation, ch.Resource, strings.ToLower(c.Config.Payer.Hex()),
 		strings.ToLower(c.Config.Receiver.Hex()), strings.ToLower(c.Config.Token.Hex()), decimal(ch.Amount), stamp(at))
 	if err != nil {

@@ -62,8 +62,27 @@ func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{db: db, e: sqlite}, nil
+	prepared, err := prepare(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Readers beside the writer: WAL lets them read the last committed
+	// state while it writes, instead of queueing behind its fsyncs.
+	rdb, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	rdb.SetMaxOpenConns(readConns)
+	rdb.SetMaxIdleConns(readConns)
+	s := &DB{db: db, rdb: rdb, e: sqlite, prepared: prepared}
+	s.group = newGroup(s)
+	return s, nil
 }
+
+// readConns is the size of SQLite's read pool.
+const readConns = 4
 
 // maxConns is the most connections one store opens to PostgreSQL.
 const maxConns = 20
@@ -94,7 +113,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{db: db, e: postgres}, nil
+	return &DB{db: db, rdb: db, e: postgres}, nil
 }
 
 func migratePostgres(ctx context.Context, db *sql.DB) error {

@@ -220,6 +220,16 @@ const timeFormat = "2006-01-02T15:04:05.000000000Z"
 type DB struct {
 	db *sql.DB
 	e  engine
+	// rdb reads outside transactions: on SQLite a pool of read-only
+	// connections beside db's single writer (WAL lets them read while it
+	// writes); on PostgreSQL db itself.
+	rdb *sql.DB
+	// prepared are the hot statements prepared once (SQLite, whose parser
+	// costs more than the statements; pgx caches PostgreSQL's itself).
+	prepared map[string]*sql.Stmt
+	// group commits SQLite's channel updates together (group.go); nil on
+	// PostgreSQL.
+	group *group
 }
 
 // SQLite is DB's former name, from when SQLite was its only engine; code
@@ -229,7 +239,18 @@ type SQLite = DB
 var _ exact.Ledger = (*DB)(nil)
 
 // Close closes the database.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
+	for _, st := range s.prepared {
+		st.Close()
+	}
+	if s.rdb != s.db {
+		s.rdb.Close()
+	}
+	return s.db.Close()
+}
 
 // Ping reports whether the database answers (the readiness probe).
 func (s *DB) Ping(ctx context.Context) error {
@@ -400,13 +421,12 @@ func (s *DB) Resolve(ctx context.Context, rec exact.Record) error {
 // settlements of one operation add up on PostgreSQL too (amounts are
 // integers of any size, summed here rather than in SQL).
 func (s *DB) addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, 0, '0')
-		ON CONFLICT (operation) DO NOTHING`, operation); err != nil {
+	if _, err := s.exec(ctx, tx, insertPaidTotal, operation); err != nil {
 		return fmt.Errorf("totals: %w", err)
 	}
 	var count int64
 	var sum string
-	err := tx.QueryRowContext(ctx, `SELECT count, amount FROM paid_totals WHERE operation = $1`+s.e.forUpdate, operation).Scan(&count, &sum)
+	err := s.queryRow(ctx, tx, selectPaidTotal+s.e.forUpdate, operation).Scan(&count, &sum)
 	if err != nil {
 		return fmt.Errorf("totals: %w", err)
 	}
@@ -415,10 +435,17 @@ func (s *DB) addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) 
 	if !ok || !ok2 {
 		return fmt.Errorf("amount %q is not an integer", amount)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE paid_totals SET count = $1, amount = $2 WHERE operation = $3`,
-		count+1, total.Add(total, add).String(), operation)
+	_, err = s.exec(ctx, tx, updatePaidTotal, count+1, total.Add(total, add).String(), operation)
 	return err
 }
+
+// The statements of addPaid, hot on every paid call (prepared.go).
+const (
+	insertPaidTotal = `INSERT INTO paid_totals (operation, count, amount) VALUES ($1, 0, '0')
+		ON CONFLICT (operation) DO NOTHING`
+	selectPaidTotal = `SELECT count, amount FROM paid_totals WHERE operation = $1`
+	updatePaidTotal = `UPDATE paid_totals SET count = $1, amount = $2 WHERE operation = $3`
+)
 
 // isTxHash reports a 0x-prefixed 32-byte hash that is not all zeros.
 func isTxHash(s string) bool {

@@ -50,11 +50,15 @@ func (chain) Deposit(_ context.Context, p *batch.Payment, _ payment.Requirements
 	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st}, nil
 }
 
-func (chain) Claim(context.Context, []batch.Claim, []byte) (batch.Outcome, error) { return batch.Outcome{}, nil }
+func (chain) Claim(context.Context, []batch.Claim, []byte) (batch.Outcome, error) {
+	return batch.Outcome{}, nil
+}
 func (chain) Settle(context.Context, common.Address, common.Address) (batch.Outcome, error) {
 	return batch.Outcome{}, nil
 }
-func (chain) Refund(context.Context, batch.RefundOrder) (batch.Outcome, error) { return batch.Outcome{}, nil }
+func (chain) Refund(context.Context, batch.RefundOrder) (batch.Outcome, error) {
+	return batch.Outcome{}, nil
+}
 
 type server struct {
 	url   string

@@ -596,21 +596,36 @@ func (l *Local) logAmount(rcpt *types.Receipt, name string, topics ...[]byte) (*
 	return nil, false
 }
 
-// state reads channel id's state in the escrow at block (nil: latest).
+// state reads channel id's state in the escrow at block (nil: latest),
+// in one eth_call of the escrow's own multicall: three separate calls
+// could straddle a block and mix a balance from before a refund with a
+// refund nonce from after it, a state that never was (and that Adopt
+// would take as news).
 func (l *Local) state(ctx context.Context, id common.Hash, block *big.Int) (OnChain, error) {
-	escrow := l.cfg.Escrow.Address
-	ch, err := l.call(ctx, escrow, block, "channels", id)
+	methods := []string{"channels", "pendingWithdrawals", "refundNonce"}
+	calls := make([][]byte, len(methods))
+	for i, m := range methods {
+		data, err := l.abi.Pack(m, id)
+		if err != nil {
+			return OnChain{}, err
+		}
+		calls[i] = data
+	}
+	vals, err := l.call(ctx, l.cfg.Escrow.Address, block, "multicall", calls)
 	if err != nil {
 		return OnChain{}, err
 	}
-	pw, err := l.call(ctx, escrow, block, "pendingWithdrawals", id)
-	if err != nil {
-		return OnChain{}, err
+	results, ok := vals[0].([][]byte)
+	if !ok || len(results) != len(methods) {
+		return OnChain{}, fmt.Errorf("multicall: %d results, want %d", len(results), len(methods))
 	}
-	rn, err := l.call(ctx, escrow, block, "refundNonce", id)
-	if err != nil {
-		return OnChain{}, err
+	out := make([][]any, len(methods))
+	for i, m := range methods {
+		if out[i], err = l.abi.Unpack(m, results[i]); err != nil {
+			return OnChain{}, fmt.Errorf("%s: %w", m, err)
+		}
 	}
+	ch, pw, rn := out[0], out[1], out[2]
 	return OnChain{Balance: ch[0].(*big.Int), TotalClaimed: ch[1].(*big.Int), WithdrawRequestedAt: pw[1].(*big.Int).Uint64(), RefundNonce: rn[0].(*big.Int)}, nil
 }
 

@@ -213,39 +213,41 @@ func (s *Server) Serve(px *payment.Exchange) {
 // answer, verify, reserve, deposit, handler, commit.
 func (s *Server) pay(x *exchange) {
 	p, now := x.p, s.now()
-	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
-	if err != nil {
-		s.unavailable(x, err)
-		return
-	}
-	if found && s.replay(x, c, now) {
-		return
-	}
-	if found {
-		// A quick refusal before any facilitator call; the update below
-		// checks again against the state it writes.
-		if m := x.t.CheckCumulative(c, true, p); m != nil {
-			s.corrective(x, m)
-			return
-		}
-		if err := s.servable(c, now); err != nil {
-			s.refuse(x, err)
-			return
-		}
-		if c.Pending.Live(now) {
-			// Another request holds the channel, perhaps this very one
-			// sent again: asking the facilitator now would judge it
-			// against a deposit or charge about to land.
-			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
-			return
-		}
-	}
 	var verdict *Verdict
-	if !found || p.Type == TypeDeposit || Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
+	if p.Type == TypeDeposit {
+		// A deposit is the facilitator's to verify (and simulate) first;
+		// what the store says can refuse it sooner.
+		c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+		if err != nil {
+			s.unavailable(x, err)
+			return
+		}
+		if found && s.replay(x, c, now) {
+			return
+		}
+		if found {
+			if m := x.t.CheckCumulative(c, true, p); m != nil {
+				s.corrective(x, m)
+				return
+			}
+			if err := s.servable(c, now); err != nil {
+				s.refuse(x, err)
+				return
+			}
+			if c.Pending.Live(now) {
+				// Another request holds the channel, perhaps this very
+				// one sent again: the facilitator would judge it against
+				// a deposit about to land.
+				s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
+				return
+			}
+		}
 		if verdict = s.verify(x); verdict == nil {
 			return
 		}
 	}
+	// A voucher goes straight to the channel's update, which judges it
+	// from the mirror or asks for a read of the chain (errStale) first.
 
 	hold, expires := holdID(), s.holdUntil(x, now)
 	var answered Channel // the channel, when this request turns out a resend of its last paid one
@@ -278,7 +280,7 @@ func (s *Server) pay(x *exchange) {
 		}
 		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
 	}
-	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
+	_, err := s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
 	if errors.Is(err, errStale) && verdict == nil {
 		// The mirror changed under us (a refund, an expired read): ask
 		// the chain, and judge again.
@@ -325,7 +327,7 @@ func (s *Server) pay(x *exchange) {
 		return
 	}
 	resource := x.Request.URL.RequestURI()
-	c, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		if !found {
 			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
 		}
