@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -111,6 +112,7 @@ type Server struct {
 	f          Facilitator
 	authorizer common.Address
 	now        func() time.Time
+	busy       sync.Map // channel id -> struct{}: served by a request of this process
 }
 
 var _ payment.Scheme = (*Server)(nil)
@@ -209,57 +211,63 @@ func (s *Server) Serve(px *payment.Exchange) {
 	s.pay(x)
 }
 
-// pay serves a deposit or a voucher: check its signature, replay a lost
-// answer, verify, reserve, deposit, handler, commit.
+// pay serves a deposit or a voucher: check the channel (replay a lost
+// answer), verify when the mirror cannot judge, deposit, run the handler,
+// and charge in one update that checks everything again against the
+// state it writes.
+//
+// A voucher holds nothing in the store while its handler runs: the charge
+// commits only if the channel, as that update finds it, still expects
+// this voucher and can pay it (a concurrent request that charged first,
+// a refund or deposit in flight, a withdrawal, a claim elsewhere each
+// refuse it there, uncharged and unanswered). One process serves one
+// request per channel at a time (s.busy), so that a payer sending one
+// voucher many times runs the handler once. Deposits and refunds, which
+// move money on chain before the charge, still reserve the channel in
+// the store, across replicas.
 func (s *Server) pay(x *exchange) {
 	p, now := x.p, s.now()
+	if _, taken := s.busy.LoadOrStore(p.ChannelID, struct{}{}); taken {
+		s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
+		return
+	}
+	defer s.busy.Delete(p.ChannelID)
+	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
+	if err != nil {
+		s.unavailable(x, err)
+		return
+	}
+	if found && s.replay(x, c, now) {
+		return
+	}
+	if found {
+		if m := x.t.CheckCumulative(c, true, p); m != nil {
+			s.corrective(x, m)
+			return
+		}
+		if err := s.servable(c, now); err != nil {
+			s.refuse(x, err)
+			return
+		}
+		if c.Pending.Live(now) {
+			// A deposit or a refund holds the channel (perhaps this very
+			// request, sent again): judged now, this one would be judged
+			// against money about to move.
+			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
+			return
+		}
+	}
 	var verdict *Verdict
-	if p.Type == TypeDeposit {
-		// A deposit is the facilitator's to verify (and simulate) first;
-		// what the store says can refuse it sooner.
-		c, found, err := s.store.Channel(x.ctx, p.ChannelID)
-		if err != nil {
-			s.unavailable(x, err)
-			return
-		}
-		if found && s.replay(x, c, now) {
-			return
-		}
-		if found {
-			if m := x.t.CheckCumulative(c, true, p); m != nil {
-				s.corrective(x, m)
-				return
-			}
-			if err := s.servable(c, now); err != nil {
-				s.refuse(x, err)
-				return
-			}
-			if c.Pending.Live(now) {
-				// Another request holds the channel, perhaps this very
-				// one sent again: the facilitator would judge it against
-				// a deposit about to land.
-				s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
-				return
-			}
-		}
+	if !found || p.Type == TypeDeposit || Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
 		if verdict = s.verify(x); verdict == nil {
 			return
 		}
 	}
-	// A voucher goes straight to the channel's update, which judges it
-	// from the mirror or asks for a read of the chain (errStale) first.
-
-	hold, expires := holdID(), s.holdUntil(x, now)
-	var answered Channel // the channel, when this request turns out a resend of its last paid one
-	reserve := func(c *Channel, found bool) (Change, error) {
+	// judge checks, against channel c as an update found it, that p can
+	// be charged there.
+	judge := func(c *Channel, found bool, at time.Time) error {
 		if !found && verdict == nil {
-			return Keep, errStale // the record is gone: judge from the chain
-		}
-		if found && s.replayable(x, *c, now) {
-			// The request it resends was answered while this one was on
-			// its way (the payer gave up waiting and sent it again).
-			answered = *c
-			return Keep, errAnswered
+			return refuse(ReasonMissingChannel, "the channel's record is gone")
 		}
 		if !found {
 			// A channel without a record is charged from what the
@@ -270,36 +278,29 @@ func (s *Server) pay(x *exchange) {
 			Adopt(c, verdict.State, now)
 		}
 		if m := x.t.CheckCumulative(*c, true, p); m != nil {
-			return Keep, mismatchError{m}
+			return mismatchError{m}
 		}
-		if err := s.servable(*c, now); err != nil {
-			return Keep, err
+		if err := s.servable(*c, at); err != nil {
+			return err
 		}
-		if err := Payable(*c, p, now, s.cfg.StateTTL, verdict != nil); err != nil {
-			return Keep, err
-		}
-		return Save, Reserve(c, hold, p.MaxClaimable, now, expires)
+		// The mirror was fresh when this request began, or read for it.
+		return Payable(*c, p, at, s.cfg.StateTTL, true)
 	}
-	_, err := s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
-	if errors.Is(err, errStale) && verdict == nil {
-		// The mirror changed under us (a refund, an expired read): ask
-		// the chain, and judge again.
-		if verdict = s.verify(x); verdict == nil {
-			return
-		}
-		_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, reserve)
-	}
-	if errors.Is(err, errAnswered) && s.replay(x, answered, now) {
-		return
-	}
-	if err != nil {
-		s.fail(x, err)
-		return
-	}
-
+	var answered Channel // the channel, when this request turns out a resend of its last paid one
+	hold := ""
 	settlement := payment.SettleResponse{Payer: x.payer}
 	var deposited *OnChain
 	if p.Type == TypeDeposit {
+		hold = holdID()
+		if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+			if err := judge(c, found, now); err != nil {
+				return Keep, err
+			}
+			return Save, Reserve(c, hold, p.MaxClaimable, now, s.holdUntil(x, now))
+		}); err != nil {
+			s.fail(x, err)
+			return
+		}
 		o, err := s.f.Deposit(x.ctx, p, s.Accepts(x.Requirement), x.Envelope.Raw)
 		if err != nil || !o.Success {
 			s.release(x, hold, nil)
@@ -316,26 +317,62 @@ func (s *Server) pay(x *exchange) {
 			settlement.Amount = o.Amount.String()
 		}
 		x.Logger().InfoContext(x.ctx, "batch deposit", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", settlement.Amount, "tx", settlement.Transaction)
+	} else {
+		// Refuse now what the charge would refuse, before the handler:
+		// against the channel as it is after the read of the chain (a
+		// refund may have landed meanwhile).
+		if verdict != nil {
+			if c, found, err = s.store.Channel(x.ctx, p.ChannelID); err != nil {
+				s.unavailable(x, err)
+				return
+			}
+		}
+		probe := c
+		if err := judge(&probe, found, now); err != nil {
+			s.fail(x, err)
+			return
+		}
 	}
 
 	x.Verified()
 	start := time.Now()
 	resp := x.Run()
 	if resp.Failed() {
-		s.release(x, hold, deposited)
+		if hold != "" {
+			s.release(x, hold, deposited)
+		}
 		x.WriteFailure(resp)
 		return
 	}
 	resource := x.Request.URL.RequestURI()
 	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
-		if !found {
-			return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
-		}
 		at := s.now()
-		if deposited != nil {
-			Adopt(c, *deposited, at)
+		if hold == "" {
+			if found && s.replayable(x, *c, at) {
+				// Answered meanwhile on another replica: its answer is
+				// the one recorded and charged.
+				answered = *c
+				return Keep, errAnswered
+			}
+			if c.Pending.Live(at) {
+				return Keep, refuse(ReasonChannelBusy, "a deposit or refund of this channel started meanwhile; retry")
+			}
+			if err := judge(c, found, at); err != nil {
+				return Keep, err
+			}
+		} else {
+			if !found {
+				return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
+			}
+			if deposited != nil {
+				Adopt(c, *deposited, at)
+			}
+			if c.Pending == nil || c.Pending.ID != hold {
+				return Keep, refuse(ReasonChannelBusy, "this request's hold on the channel was lost (it expired and another request took it); retry")
+			}
+			c.Pending = nil
 		}
-		if err := Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, at); err != nil {
+		if err := charge(c, x.t.Price, p.MaxClaimable, p.Signature, at); err != nil {
 			return Keep, err
 		}
 		// The books and the answer a resend of this voucher gets are
@@ -349,8 +386,14 @@ func (s *Server) pay(x *exchange) {
 		c.NewCharge = &Charge{Operation: x.Requirement.Operation, Resource: resource, Amount: x.t.Price, Cumulative: new(big.Int).Set(c.Charged), At: at}
 		return Save, nil
 	})
+	if errors.Is(err, errAnswered) && s.replay(x, answered, s.now()) {
+		return
+	}
 	if err != nil {
 		// Served but not charged: the answer is not released.
+		if hold != "" {
+			s.release(x, hold, deposited)
+		}
 		s.fail(x, err)
 		return
 	}

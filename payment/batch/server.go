@@ -228,6 +228,16 @@ func Commit(c *Channel, id string, price, max *big.Int, sig []byte, now time.Tim
 	if c.Pending == nil || c.Pending.ID != id {
 		return refuse(ReasonChannelBusy, "this request's hold on the channel was lost (it expired and another request took it); retry")
 	}
+	if err := charge(c, price, max, sig, now); err != nil {
+		return err
+	}
+	c.Pending = nil
+	return nil
+}
+
+// charge adds price to channel c's charged total under the voucher of max
+// (never beyond it) and stores the voucher.
+func charge(c *Channel, price, max *big.Int, sig []byte, now time.Time) error {
 	charged := new(big.Int).Add(orZero(c.Charged), price)
 	if charged.Cmp(max) > 0 {
 		return refuse(ReasonChargeExceedsSigned, "charging %s would exceed the voucher's %s", charged, max)
@@ -239,7 +249,7 @@ func Commit(c *Channel, id string, price, max *big.Int, sig []byte, now time.Tim
 		c.UnclaimedSince = now
 	}
 	c.Charged, c.SignedMax, c.Signature = charged, new(big.Int).Set(max), append([]byte(nil), sig...)
-	c.LastRequest, c.Pending = now, nil
+	c.LastRequest = now
 	return nil
 }
 
