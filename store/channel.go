@@ -22,7 +22,7 @@ const channelLockClass = 0x7831 // "x1"
 
 const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
 	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since,
-	refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
+	refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
 	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at FROM channels`
 
 // selectChannelByID reads one channel; one of the hot statements
@@ -133,9 +133,9 @@ func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn fu
 // upsertChannel writes a whole channel; a hot statement (prepared.go).
 const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
 			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
-			refund_pending_nonce, refund_pending_amount, refund_pending_at, last_refund_at,
+			refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
 			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
 			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
 			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
@@ -143,6 +143,7 @@ const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, si
 			pending_max = excluded.pending_max, pending_expires = excluded.pending_expires, unclaimed_since = excluded.unclaimed_since,
 			updated_at = excluded.updated_at, refund_pending_nonce = excluded.refund_pending_nonce,
 			refund_pending_amount = excluded.refund_pending_amount, refund_pending_at = excluded.refund_pending_at,
+			refund_pending_orders = excluded.refund_pending_orders,
 			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
 			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
 			foreign_claim_at = excluded.foreign_claim_at`
@@ -157,8 +158,9 @@ func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error
 		pendingID, pendingMax, pendingExpires = p.ID, decimal(p.SignedMax), p.ExpiresAt.UTC().Format(timeFormat)
 	}
 	var refundNonce, refundAmount, refundAt string
+	var refundOrders int64
 	if r := c.RefundPending; r != nil {
-		refundNonce, refundAmount, refundAt = decimal(r.Nonce), decimal(r.Amount), stamp(r.At)
+		refundNonce, refundAmount, refundAt, refundOrders = decimal(r.Nonce), decimal(r.Amount), stamp(r.At), int64(r.Orders)
 	}
 	var a batch.Answer
 	if c.Answer != nil {
@@ -168,7 +170,7 @@ func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error
 		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
 		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),
-		refundNonce, refundAmount, refundAt, stamp(c.LastRefundAt),
+		refundNonce, refundAmount, refundAt, refundOrders, stamp(c.LastRefundAt),
 		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt))
 	if err != nil {
 		return fmt.Errorf("store: save channel: %w", err)
@@ -183,13 +185,14 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		id, config, charged, signedMax, balance, claimed, refundNonce string
 		synced, last, pendingID, pendingMax, pendingExpires, since    string
 		rpNonce, rpAmount, rpAt, lastRefund, foreign                  string
+		rpOrders                                                      int64
 		a                                                             batch.Answer
 		answerAt                                                      string
 		withdraw                                                      int64
 	)
 	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
 		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since,
-		&rpNonce, &rpAmount, &rpAt, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign); err != nil {
+		&rpNonce, &rpAmount, &rpAt, &rpOrders, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign); err != nil {
 		return batch.Channel{}, err
 	}
 	c.ID = common.HexToHash(id)
@@ -227,7 +230,7 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		c.Answer = &a
 	}
 	if rpNonce != "" {
-		r := &batch.PendingRefund{}
+		r := &batch.PendingRefund{Orders: int(rpOrders)}
 		if r.Nonce, err = parseDecimal(rpNonce); err != nil {
 			return batch.Channel{}, err
 		}

@@ -144,6 +144,7 @@ var migrations = [][]string{
 		`ALTER TABLE channels ADD COLUMN refund_pending_nonce TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE channels ADD COLUMN refund_pending_amount TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE channels ADD COLUMN refund_pending_at TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN refund_pending_orders BIGINT NOT NULL DEFAULT 0`,
 		`ALTER TABLE channels ADD COLUMN last_refund_at TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE channels ADD COLUMN answer_resource TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE channels ADD COLUMN answer_type TEXT NOT NULL DEFAULT ''`,

@@ -79,10 +79,15 @@ type Channel struct {
 	NewCharge *Charge
 }
 
-// PendingRefund is a cooperative refund that may still land.
+// PendingRefund is the cooperative refunds that may still land at one
+// refund nonce: only one of them can (each uses the nonce), but which is
+// not known, so every voucher is judged as if the largest did.
 type PendingRefund struct {
-	Nonce  *big.Int // the escrow's refund nonce it uses
-	Amount *big.Int
+	Nonce  *big.Int // the escrow's refund nonce they use
+	Amount *big.Int // the largest of them
+	// Orders is how many were sent (or may have been) and are not known
+	// to have failed; when it falls to 0, none can land.
+	Orders int
 	At     time.Time
 }
 

@@ -264,8 +264,14 @@ func (s *Server) pay(x *exchange) {
 		}
 	}
 	// judge checks, against channel c as an update found it, that p can
-	// be charged there.
+	// be charged there; errAnswered (and answered set) when the request
+	// it resends was answered meanwhile (the payer gave up waiting).
+	var answered Channel
 	judge := func(c *Channel, found bool, at time.Time) error {
+		if found && s.replayable(x, *c, at) {
+			answered = *c
+			return errAnswered
+		}
 		if !found && verdict == nil {
 			return refuse(ReasonMissingChannel, "the channel's record is gone")
 		}
@@ -286,7 +292,6 @@ func (s *Server) pay(x *exchange) {
 		// The mirror was fresh when this request began, or read for it.
 		return Payable(*c, p, at, s.cfg.StateTTL, true)
 	}
-	var answered Channel // the channel, when this request turns out a resend of its last paid one
 	hold := ""
 	settlement := payment.SettleResponse{Payer: x.payer}
 	var deposited *OnChain
@@ -298,6 +303,9 @@ func (s *Server) pay(x *exchange) {
 			}
 			return Save, Reserve(c, hold, p.MaxClaimable, now, s.holdUntil(x, now))
 		}); err != nil {
+			if errors.Is(err, errAnswered) && s.replay(x, answered, now) {
+				return
+			}
 			s.fail(x, err)
 			return
 		}
@@ -329,6 +337,9 @@ func (s *Server) pay(x *exchange) {
 		}
 		probe := c
 		if err := judge(&probe, found, now); err != nil {
+			if errors.Is(err, errAnswered) && s.replay(x, answered, now) {
+				return
+			}
 			s.fail(x, err)
 			return
 		}
@@ -348,13 +359,7 @@ func (s *Server) pay(x *exchange) {
 	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		at := s.now()
 		if hold == "" {
-			if found && s.replayable(x, *c, at) {
-				// Answered meanwhile on another replica: its answer is
-				// the one recorded and charged.
-				answered = *c
-				return Keep, errAnswered
-			}
-			if c.Pending.Live(at) {
+			if c.Pending.Live(at) && !s.replayable(x, *c, at) {
 				return Keep, refuse(ReasonChannelBusy, "a deposit or refund of this channel started meanwhile; retry")
 			}
 			if err := judge(c, found, at); err != nil {
@@ -486,7 +491,15 @@ func (s *Server) refund(x *exchange) {
 			return Keep, err
 		}
 		order, lastRefund = o, c.LastRefundAt
-		c.RefundPending = &PendingRefund{Nonce: new(big.Int).Set(o.Nonce), Amount: new(big.Int).Set(o.Amount), At: now}
+		if r := c.RefundPending; r != nil && r.Nonce.Cmp(o.Nonce) == 0 {
+			// Another refund at this nonce may still land: either may.
+			if o.Amount.Cmp(r.Amount) > 0 {
+				r.Amount = new(big.Int).Set(o.Amount)
+			}
+			r.Orders++
+		} else {
+			c.RefundPending = &PendingRefund{Nonce: new(big.Int).Set(o.Nonce), Amount: new(big.Int).Set(o.Amount), Orders: 1, At: now}
+		}
 		c.LastRefundAt = now
 		return Save, nil
 	}); err != nil {
@@ -542,7 +555,14 @@ func (s *Server) settleRefund(x *exchange, hold string, order RefundOrder, o Out
 			Adopt(c, OnChain{Balance: new(big.Int).Sub(orZero(c.Balance), orZero(o.Amount)), TotalClaimed: order.Claimed(),
 				WithdrawRequestedAt: c.WithdrawRequestedAt, RefundNonce: new(big.Int).Add(order.Nonce, big.NewInt(1))}, at)
 		case gone && mine:
-			c.RefundPending = nil
+			// This one cannot land; another sent at the same nonce still
+			// may (its amount stays counted: the largest). The refusal
+			// may also mean one landed that the mirror does not show: the
+			// next voucher reads the chain first.
+			if c.RefundPending.Orders--; c.RefundPending.Orders <= 0 {
+				c.RefundPending = nil
+			}
+			c.SyncedAt = time.Time{}
 			if o.Tx == (common.Hash{}) {
 				c.LastRefundAt = lastRefund // nothing was sent: no gas spent
 			}

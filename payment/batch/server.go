@@ -184,10 +184,18 @@ func Payable(c Channel, p *Payment, now time.Time, ttl time.Duration, verified b
 func Adopt(c *Channel, st OnChain, now time.Time) {
 	nonce, balance, claimed := orZero(st.RefundNonce), orZero(st.Balance), orZero(st.TotalClaimed)
 	switch cmp := nonce.Cmp(orZero(c.RefundNonce)); {
-	case c.SyncedAt.IsZero() || cmp > 0:
-		c.Balance, c.WithdrawRequestedAt = new(big.Int).Set(balance), st.WithdrawRequestedAt
 	case cmp < 0:
 		// Older than the mirror: only its claims can be news.
+	case cmp > 0 || c.SyncedAt.IsZero():
+		// Newer, or a mirror that must be read again: its balance is
+		// taken. A withdrawal the mirror holds (perhaps the watcher's,
+		// newer than the read) stays unless the read shows it ended: gone
+		// with the balance fallen (a refund covering it, or finalized).
+		ended := st.WithdrawRequestedAt == 0 && balance.Cmp(orZero(c.Balance)) < 0
+		if ended || st.WithdrawRequestedAt > c.WithdrawRequestedAt {
+			c.WithdrawRequestedAt = st.WithdrawRequestedAt
+		}
+		c.Balance = new(big.Int).Set(balance)
 	case c.WithdrawRequestedAt != 0 && st.WithdrawRequestedAt == 0 && balance.Cmp(orZero(c.Balance)) < 0:
 		// The withdrawal was finalized: the balance fell.
 		c.Balance, c.WithdrawRequestedAt = new(big.Int).Set(balance), 0

@@ -343,6 +343,10 @@ func TestAdopt(t *testing.T) {
 		{"a withdrawal started", nil, st(1000, 100, 1, 77), 1000, 100, 77, false},
 		{"a read from before the watcher saw a withdrawal", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(1000, 100, 1, 0), 1000, 100, 77, false},
 		{"a withdrawal finalized", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(100, 100, 1, 0), 100, 100, 0, false},
+		{"a newer read from before the watcher saw a withdrawal", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(1200, 100, 2, 0), 1200, 100, 77, false},
+		{"a refund that covered the withdrawal", func(c Channel) Channel { c.WithdrawRequestedAt = 77; return c }, st(100, 100, 2, 0), 100, 100, 0, false},
+		{"a mirror to read again takes the read", func(c Channel) Channel { c.SyncedAt = time.Time{}; return c }, st(700, 100, 1, 0), 700, 100, 0, false},
+		{"a mirror to read again ignores an older read", func(c Channel) Channel { c.SyncedAt = time.Time{}; return c }, st(5000, 100, 0, 0), 1000, 100, 0, false},
 		{"the refund in flight landed", func(c Channel) Channel {
 			c.RefundPending = &PendingRefund{Nonce: big.NewInt(1), Amount: big.NewInt(900)}
 			return c
