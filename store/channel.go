@@ -88,12 +88,17 @@ func (s *DB) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch
 // reports whether it wrote anything; an error leaves tx to be rolled back
 // (or, in a group, back to the update's savepoint).
 func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, bool, error) {
-	if s.e.lockChannel != "" {
+	// The channel's row is read locked (PostgreSQL: FOR UPDATE; SQLite's
+	// writer is alone). A row lock cannot cover a row that does not exist
+	// yet: a channel's creation is serialized by the advisory lock, and
+	// the row read again under it.
+	c, err := scanChannel(s.queryRow(ctx, tx, selectChannelByID+s.e.forUpdate, channelKey(id)))
+	if errors.Is(err, sql.ErrNoRows) && s.e.lockChannel != "" {
 		if _, err := tx.ExecContext(ctx, s.e.lockChannel, channelLockClass, int32(binary.BigEndian.Uint32(id[:4]))); err != nil {
 			return batch.Channel{}, false, fmt.Errorf("store: lock channel: %w", err)
 		}
+		c, err = scanChannel(s.queryRow(ctx, tx, selectChannelByID+s.e.forUpdate, channelKey(id)))
 	}
-	c, err := scanChannel(s.queryRow(ctx, tx, selectChannelByID, channelKey(id)))
 	found := err == nil
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -115,13 +120,14 @@ func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn fu
 			return batch.Channel{}, false, fmt.Errorf("store: delete channel: %w", err)
 		}
 	case batch.Save:
-		if err := s.saveChannel(ctx, tx, c); err != nil {
-			return batch.Channel{}, false, err
-		}
 		if c.NewCharge != nil {
-			if err := s.insertCharge(ctx, tx, c); err != nil {
+			if err := s.saveCharged(ctx, tx, c); err != nil {
 				return batch.Channel{}, false, err
 			}
+			break
+		}
+		if err := s.saveChannel(ctx, tx, c); err != nil {
+			return batch.Channel{}, false, err
 		}
 	default:
 		return batch.Channel{}, false, fmt.Errorf("store: update channel: unknown change %d", change)
@@ -149,9 +155,21 @@ const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, si
 			foreign_claim_at = excluded.foreign_claim_at`
 
 func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
-	config, err := json.Marshal(c.Config)
+	args, err := channelArgs(c)
 	if err != nil {
 		return err
+	}
+	if _, err = s.exec(ctx, tx, upsertChannel, args...); err != nil {
+		return fmt.Errorf("store: save channel: %w", err)
+	}
+	return nil
+}
+
+// channelArgs are upsertChannel's arguments for c.
+func channelArgs(c batch.Channel) ([]any, error) {
+	config, err := json.Marshal(c.Config)
+	if err != nil {
+		return nil, err
 	}
 	var pendingID, pendingMax, pendingExpires string
 	if p := c.Pending; p != nil {
@@ -166,16 +184,11 @@ func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error
 	if c.Answer != nil {
 		a = *c.Answer
 	}
-	_, err = s.exec(ctx, tx, upsertChannel,
-		channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
+	return []any{channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
 		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),
 		refundNonce, refundAmount, refundAt, refundOrders, stamp(c.LastRefundAt),
-		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt))
-	if err != nil {
-		return fmt.Errorf("store: save channel: %w", err)
-	}
-	return nil
+		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt)}, nil
 }
 
 // scanChannel reads one row of selectChannel.

@@ -31,6 +31,14 @@ type engine struct {
 	// hash of the id), released at commit or rollback. SQLite needs
 	// nothing: its write transactions run one at a time.
 	lockChannel string
+	// addCharge, when set, adds one voucher call to its shard of
+	// charge_totals in one statement ($1 operation, $2 shard, $3 amount);
+	// empty: read, add in Go, write (charge.go).
+	addCharge string
+	// saveCharged, when set, saves a channel and books its new charge in
+	// one statement: upsertChannel's 27 arguments, insertBatchCharge's 9,
+	// then the shard (charge.go).
+	saveCharged string
 	// types maps the column types of the migrations, written for SQLite,
 	// to the engine's. On PostgreSQL text compares and sorts bytewise
 	// (COLLATE "C"), as SQLite's BINARY does, whatever the database's
@@ -40,7 +48,17 @@ type engine struct {
 
 var (
 	sqlite   = engine{name: "sqlite", types: strings.NewReplacer()}
-	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`, types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
+	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`,
+		saveCharged: `WITH channel AS (` + upsertChannel + `),
+			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
+				VALUES ($28, $29, $30, $31, $32, $33, $34, $35, $36))
+			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($30, $37, 1, $35)
+			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
+				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
+		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)
+			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
+				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
+		types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
 )
 
 // ddl returns a migration statement in the engine's types.

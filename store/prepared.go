@@ -10,8 +10,8 @@ import (
 // its books): on SQLite they are prepared once, at open, on the writer's
 // connection, because parsing them cost more CPU than running them
 // (bench/voucher, issue 20 item 9).
-var hotStatements = []string{selectChannelByID, upsertChannel, insertBatchCharge, insertPaidTotal, selectPaidTotal, updatePaidTotal,
-	savepoint, rollbackToSavepoint, releaseSavepoint}
+var hotStatements = []string{selectChannelByID, upsertChannel, insertBatchCharge, selectChargeTotal, upsertChargeTotal,
+	insertPaidTotal, selectPaidTotal, updatePaidTotal, savepoint, rollbackToSavepoint, releaseSavepoint}
 
 // prepare prepares the hot statements on db. With one open connection
 // (SQLite's writer) each is prepared on it, and a transaction of that

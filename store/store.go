@@ -165,6 +165,16 @@ var migrations = [][]string{
 			PRIMARY KEY (channel, cumulative)
 		)`,
 		`CREATE INDEX batch_charges_charged_at ON batch_charges (charged_at)`,
+		// The voucher calls' part of the paid totals, in shards: every
+		// charge adds to one row, and one row for all would serialize
+		// every replica's charges on its lock (charge.go).
+		`CREATE TABLE charge_totals (
+			operation TEXT   NOT NULL,
+			shard     BIGINT NOT NULL,
+			count     BIGINT NOT NULL,
+			amount    TEXT   NOT NULL,
+			PRIMARY KEY (operation, shard)
+		)`,
 	},
 }
 
@@ -530,6 +540,9 @@ func (s *DB) Totals(ctx context.Context) (map[string]payment.Totals, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: totals: %w", err)
+	}
+	if err := s.addChargeTotals(ctx, out); err != nil {
+		return nil, err
 	}
 	crows, err := s.db.QueryContext(ctx, `SELECT operation, count FROM challenge_counts`)
 	if err != nil {

@@ -237,28 +237,17 @@ func (s *Server) pay(x *exchange) {
 		s.unavailable(x, err)
 		return
 	}
-	if found && s.replay(x, c, now) {
+	if answer := s.screen(x, c, found, now); answer != nil {
+		answer()
 		return
 	}
-	if found {
-		if m := x.t.CheckCumulative(c, true, p); m != nil {
-			s.corrective(x, m)
-			return
-		}
-		if err := s.servable(c, now); err != nil {
-			s.refuse(x, err)
-			return
-		}
-		if c.Pending.Live(now) {
-			// A deposit or a refund holds the channel (perhaps this very
-			// request, sent again): judged now, this one would be judged
-			// against money about to move.
-			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
-			return
-		}
-	}
+	// A deposit on a channel on record is verified by the facilitator as
+	// it is sent, under the channel's reservation: a resend meanwhile, on
+	// any replica, is told to retry rather than judged against a deposit
+	// about to land. A channel not on record is read from the chain
+	// first: its record starts from what the chain shows claimed.
 	var verdict *Verdict
-	if !found || p.Type == TypeDeposit || Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
+	if !found || p.Type != TypeDeposit && Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
 		if verdict = s.verify(x); verdict == nil {
 			return
 		}
@@ -273,7 +262,7 @@ func (s *Server) pay(x *exchange) {
 			return errAnswered
 		}
 		if !found && verdict == nil {
-			return refuse(ReasonMissingChannel, "the channel's record is gone")
+			return refuse(ReasonMissingChannel, "the channel's record is gone; retry")
 		}
 		if !found {
 			// A channel without a record is charged from what the
@@ -288,6 +277,9 @@ func (s *Server) pay(x *exchange) {
 		}
 		if err := s.servable(*c, at); err != nil {
 			return err
+		}
+		if p.Type == TypeDeposit && verdict == nil {
+			return nil // the facilitator checks the deposit against the chain as it sends it
 		}
 		// The mirror was fresh when this request began, or read for it.
 		return Payable(*c, p, at, s.cfg.StateTTL, true)
@@ -403,6 +395,35 @@ func (s *Server) pay(x *exchange) {
 		return
 	}
 	x.Deliver(resp, settlement, x.t.Price, time.Since(start))
+}
+
+// screen is the answer, before anything is asked or run, to a payment on
+// channel c (found: on record): the recorded answer of a resend, the
+// corrective 402, a refusal, or busy while a deposit or refund holds the
+// channel; nil: go on.
+func (s *Server) screen(x *exchange, c Channel, found bool, now time.Time) func() {
+	if !found {
+		return nil
+	}
+	if s.replayable(x, c, now) {
+		return func() { s.replay(x, c, now) }
+	}
+	if c.Pending.Live(now) {
+		// A deposit or a refund holds the channel (perhaps this very
+		// request, sent again): judged now, this one would be judged
+		// against money about to move, and a resend told to give up on
+		// a request about to be answered.
+		return func() {
+			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
+		}
+	}
+	if m := x.t.CheckCumulative(c, true, x.p); m != nil {
+		return func() { s.corrective(x, m) }
+	}
+	if err := s.servable(c, now); err != nil {
+		return func() { s.refuse(x, err) }
+	}
+	return nil
 }
 
 // ReplayWindow is how long after a paid answer a resend of its voucher is
