@@ -364,8 +364,10 @@ func (s *Server) pay(x *exchange) {
 			if deposited != nil {
 				Adopt(c, *deposited, at)
 			}
-			if c.Pending == nil || c.Pending.ID != hold {
-				return Keep, refuse(ReasonChannelBusy, "this request's hold on the channel was lost (it expired and another request took it); retry")
+			if c.Pending == nil || c.Pending.ID != hold || !c.Pending.Live(at) {
+				// Once the hold expired, a resend may have been told
+				// anything: this request is not charged.
+				return Keep, refuse(ReasonChannelBusy, "this request's hold on the channel expired before it was answered; retry")
 			}
 			c.Pending = nil
 		}

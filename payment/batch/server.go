@@ -233,8 +233,8 @@ func Reserve(c *Channel, id string, max *big.Int, now, expires time.Time) error 
 // Commit charges price on channel c for the request holding reservation
 // id, after its handler succeeded, and stores its voucher.
 func Commit(c *Channel, id string, price, max *big.Int, sig []byte, now time.Time) error {
-	if c.Pending == nil || c.Pending.ID != id {
-		return refuse(ReasonChannelBusy, "this request's hold on the channel was lost (it expired and another request took it); retry")
+	if c.Pending == nil || c.Pending.ID != id || !c.Pending.Live(now) {
+		return refuse(ReasonChannelBusy, "this request's hold on the channel expired before it was answered; retry")
 	}
 	if err := charge(c, price, max, sig, now); err != nil {
 		return err
