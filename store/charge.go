@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
 
@@ -112,12 +111,11 @@ func (s *DB) addCharge(ctx context.Context, tx *sql.Tx, operation string, shard 
 	case err != nil:
 		return fmt.Errorf("charge totals: %w", err)
 	}
-	total, ok := new(big.Int).SetString(sum, 10)
-	add, ok2 := new(big.Int).SetString(amount, 10)
-	if !ok || !ok2 {
-		return fmt.Errorf("charge totals: amount %q or %q is not an integer", sum, amount)
+	total, err := addDecimal(sum, amount)
+	if err != nil {
+		return fmt.Errorf("charge totals: %w", err)
 	}
-	if _, err := s.exec(ctx, tx, upsertChargeTotal, operation, shard, count+1, total.Add(total, add).String()); err != nil {
+	if _, err := s.exec(ctx, tx, upsertChargeTotal, operation, shard, count+1, total); err != nil {
 		return fmt.Errorf("charge totals: %w", err)
 	}
 	return nil
@@ -144,13 +142,11 @@ func (s *DB) addChargeTotals(ctx context.Context, out map[string]payment.Totals)
 			return fmt.Errorf("store: charge totals: %w", err)
 		}
 		t := out[op]
-		sum, ok := new(big.Int).SetString(orZero(t.Amount), 10)
-		add, ok2 := new(big.Int).SetString(amount, 10)
-		if !ok || !ok2 {
-			return fmt.Errorf("store: charge totals: amount %q or %q is not an integer", t.Amount, amount)
+		sum, err := addDecimal(t.Amount, amount)
+		if err != nil {
+			return fmt.Errorf("store: charge totals: %w", err)
 		}
-		t.Paid += uint64(count)
-		t.Amount = sum.Add(sum, add).String()
+		t.Paid, t.Amount = t.Paid+uint64(count), sum
 		out[op] = t
 	}
 	return rows.Err()

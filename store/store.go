@@ -441,13 +441,23 @@ func (s *DB) addPaid(ctx context.Context, tx *sql.Tx, operation, amount string) 
 	if err != nil {
 		return fmt.Errorf("totals: %w", err)
 	}
-	total, ok := new(big.Int).SetString(orZero(sum), 10)
-	add, ok2 := new(big.Int).SetString(amount, 10)
-	if !ok || !ok2 {
-		return fmt.Errorf("amount %q is not an integer", amount)
+	total, err := addDecimal(sum, amount)
+	if err != nil {
+		return fmt.Errorf("totals: %w", err)
 	}
-	_, err = s.exec(ctx, tx, updatePaidTotal, count+1, total.Add(total, add).String(), operation)
+	_, err = s.exec(ctx, tx, updatePaidTotal, count+1, total, operation)
 	return err
+}
+
+// addDecimal adds two amounts written as decimal text (any size; "" is
+// 0), as the totals keep them.
+func addDecimal(a, b string) (string, error) {
+	x, ok := new(big.Int).SetString(orZero(a), 10)
+	y, ok2 := new(big.Int).SetString(orZero(b), 10)
+	if !ok || !ok2 {
+		return "", fmt.Errorf("amount %q or %q is not an integer", a, b)
+	}
+	return x.Add(x, y).String(), nil
 }
 
 // The statements of addPaid, hot on every paid call (prepared.go).

@@ -11,8 +11,6 @@ import (
 	"io"
 	"math/big"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -294,21 +292,7 @@ func claimedAndSettled(t testing.TB, w *escrowWatch, payTo common.Address, payTo
 // `kind="claim",result="refused"`: 0 when absent.
 func batchTxSeries(t testing.TB, s *served, labels string) float64 {
 	t.Helper()
-	resp, err := http.Get(s.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^tollgate_batch_transactions_total\{` + regexp.QuoteMeta(labels) + `\} (\S+)$`).FindSubmatch(text)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatalf("tollgate_batch_transactions_total{%s} %q", labels, m[1])
-	}
-	return v
+	return batchSeries(t, s)["tollgate_batch_transactions_total{"+labels+"}"]
 }
 
 // withoutResource is envelope without its resource.

@@ -42,7 +42,7 @@ func TestBatchForeignClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if got := foreignSeries(t, s); got["tollgate_batch_foreign_claims_total"] != 0 || got["tollgate_batch_escrow_watch_errors_total"] != 0 ||
+	if got := batchSeries(t, s); got["tollgate_batch_foreign_claims_total"] != 0 || got["tollgate_batch_escrow_watch_errors_total"] != 0 ||
 		time.Since(time.Unix(int64(got["tollgate_batch_escrow_watch_last_success_timestamp_seconds"]), 0)) > time.Minute {
 		t.Fatalf("a fresh server's batch series: %v", got)
 	}
@@ -80,7 +80,7 @@ func TestBatchForeignClaim(t *testing.T) {
 	// The watcher polls every 2 s.
 	var got map[string]float64
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		got = foreignSeries(t, s)
+		got = batchSeries(t, s)
 		if got["tollgate_batch_foreign_claims_total"] == 1 {
 			break
 		}
@@ -122,9 +122,9 @@ func foreignClaimer(t *testing.T, client *ethclient.Client, token common.Address
 	return l
 }
 
-// foreignSeries is the tollgate_batch_* samples of s's exposition, by
+// batchSeries is the tollgate_batch_* samples of s's exposition, by
 // series (name and labels as exposed).
-func foreignSeries(t *testing.T, s *served) map[string]float64 {
+func batchSeries(t testing.TB, s *served) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(s.admin + "/metrics")
 	if err != nil {

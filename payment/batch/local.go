@@ -253,11 +253,8 @@ func (l *Local) check(p *Payment, req payment.RequirementsV2, raw []byte) (payme
 	if p.MaxClaimable.BitLen() > 128 || p.Deposit != nil && p.Deposit.Amount.BitLen() > 128 {
 		return asset, refuse(ReasonPayloadType, "amounts must fit in uint128")
 	}
-	if p.Config.PayerAuthorizer == (common.Address{}) {
-		return asset, refuse(ReasonVoucherSignature, "payerAuthorizer is zero (a voucher checked by EIP-1271 against the payer): not supported by this facilitator")
-	}
-	if signer, err := payment.RecoverDigest(l.cfg.Escrow.VoucherDigest(p.ChannelID, p.MaxClaimable), p.Signature); err != nil || signer != p.Config.PayerAuthorizer {
-		return asset, refuse(ReasonVoucherSignature, "the voucher is not signed by the channel's payerAuthorizer %s", p.Config.PayerAuthorizer.Hex())
+	if err := t.Signed(p); err != nil {
+		return asset, err.(*Error)
 	}
 	return asset, nil
 }

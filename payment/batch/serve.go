@@ -261,6 +261,9 @@ func (s *Server) pay(x *exchange) {
 			answered = *c
 			return errAnswered
 		}
+		if c.Pending.Live(at) {
+			return refuse(ReasonChannelBusy, "a deposit or refund of this channel is in flight; retry")
+		}
 		if !found && verdict == nil {
 			return refuse(ReasonMissingChannel, "the channel's record is gone; retry")
 		}
@@ -350,28 +353,21 @@ func (s *Server) pay(x *exchange) {
 	resource := x.Request.URL.RequestURI()
 	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
 		at := s.now()
-		if hold == "" {
-			if c.Pending.Live(at) && !s.replayable(x, *c, at) {
-				return Keep, refuse(ReasonChannelBusy, "a deposit or refund of this channel started meanwhile; retry")
+		var err error
+		switch {
+		case hold == "":
+			if err = judge(c, found, at); err == nil {
+				err = charge(c, x.t.Price, p.MaxClaimable, p.Signature, at)
 			}
-			if err := judge(c, found, at); err != nil {
-				return Keep, err
-			}
-		} else {
-			if !found {
-				return Keep, refuse(ReasonMissingChannel, "the channel's record is gone")
-			}
+		case !found:
+			err = refuse(ReasonMissingChannel, "the channel's record is gone")
+		default:
 			if deposited != nil {
 				Adopt(c, *deposited, at)
 			}
-			if c.Pending == nil || c.Pending.ID != hold || !c.Pending.Live(at) {
-				// Once the hold expired, a resend may have been told
-				// anything: this request is not charged.
-				return Keep, refuse(ReasonChannelBusy, "this request's hold on the channel expired before it was answered; retry")
-			}
-			c.Pending = nil
+			err = Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, at)
 		}
-		if err := charge(c, x.t.Price, p.MaxClaimable, p.Signature, at); err != nil {
+		if err != nil {
 			return Keep, err
 		}
 		// The books and the answer a resend of this voucher gets are
@@ -514,16 +510,7 @@ func (s *Server) refund(x *exchange) {
 			return Keep, err
 		}
 		order, lastRefund = o, c.LastRefundAt
-		if r := c.RefundPending; r != nil && r.Nonce.Cmp(o.Nonce) == 0 {
-			// Another refund at this nonce may still land: either may.
-			if o.Amount.Cmp(r.Amount) > 0 {
-				r.Amount = new(big.Int).Set(o.Amount)
-			}
-			r.Orders++
-		} else {
-			c.RefundPending = &PendingRefund{Nonce: new(big.Int).Set(o.Nonce), Amount: new(big.Int).Set(o.Amount), Orders: 1, At: now}
-		}
-		c.LastRefundAt = now
+		c.refundSent(o, now)
 		return Save, nil
 	}); err != nil {
 		s.fail(x, err)
@@ -570,22 +557,13 @@ func (s *Server) settleRefund(x *exchange, hold string, order RefundOrder, o Out
 		}
 		at := s.now()
 		Release(c, hold)
-		mine := c.RefundPending != nil && c.RefundPending.Nonce.Cmp(order.Nonce) == 0
 		switch {
 		case landed && o.State != nil:
 			Adopt(c, *o.State, at)
 		case landed:
 			Adopt(c, OnChain{Balance: new(big.Int).Sub(orZero(c.Balance), orZero(o.Amount)), TotalClaimed: order.Claimed(),
 				WithdrawRequestedAt: c.WithdrawRequestedAt, RefundNonce: new(big.Int).Add(order.Nonce, big.NewInt(1))}, at)
-		case gone && mine:
-			// This one cannot land; another sent at the same nonce still
-			// may (its amount stays counted: the largest). The refusal
-			// may also mean one landed that the mirror does not show: the
-			// next voucher reads the chain first.
-			if c.RefundPending.Orders--; c.RefundPending.Orders <= 0 {
-				c.RefundPending = nil
-			}
-			c.SyncedAt = time.Time{}
+		case gone && c.refundFailed(order.Nonce):
 			if o.Tx == (common.Hash{}) {
 				c.LastRefundAt = lastRefund // nothing was sent: no gas spent
 			}
@@ -648,7 +626,7 @@ func (s *Server) holdUntil(x *exchange, now time.Time) time.Time {
 // it claimed yet, both signed by our authorizer.
 func (s *Server) refundOrder(c Channel, p *Payment) (RefundOrder, error) {
 	// A refund still in flight has the same nonce as this one (the
-	// mirror's): only one of them can land.
+	// mirror's): only one of them can land (see refundSent).
 	remainder := new(big.Int).Sub(orZero(c.Balance), c.Charged)
 	if remainder.Sign() <= 0 {
 		return RefundOrder{}, refuse(ReasonRefundNoBalance, "the channel holds %s and %s was charged: nothing to refund", orZero(c.Balance), c.Charged)

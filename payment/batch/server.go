@@ -172,6 +172,39 @@ func Payable(c Channel, p *Payment, now time.Time, ttl time.Duration, verified b
 	return nil
 }
 
+// refundSent records on c a cooperative refund o asked of the
+// facilitator at now: in flight until a read shows its nonce used (Adopt).
+// Refunds at one nonce are counted and the largest amount kept: only one
+// can land, and which is not known.
+func (c *Channel) refundSent(o RefundOrder, now time.Time) {
+	if r := c.RefundPending; r != nil && r.Nonce.Cmp(o.Nonce) == 0 {
+		if o.Amount.Cmp(r.Amount) > 0 {
+			r.Amount = new(big.Int).Set(o.Amount)
+		}
+		r.Orders++
+	} else {
+		c.RefundPending = &PendingRefund{Nonce: new(big.Int).Set(o.Nonce), Amount: new(big.Int).Set(o.Amount), Orders: 1, At: now}
+	}
+	c.LastRefundAt = now
+}
+
+// refundFailed records on c that a refund at nonce cannot land (refused,
+// reverted); it reports whether c had it in flight. Another sent at that
+// nonce still may (its amount stays counted: the largest). The refusal
+// may also mean one landed that the mirror does not show: the next
+// voucher reads the chain first.
+func (c *Channel) refundFailed(nonce *big.Int) bool {
+	r := c.RefundPending
+	if r == nil || r.Nonce.Cmp(nonce) != 0 {
+		return false
+	}
+	if r.Orders--; r.Orders <= 0 {
+		c.RefundPending = nil
+	}
+	c.SyncedAt = time.Time{}
+	return true
+}
+
 // Adopt merges a read of the escrow's state, made at or after now's
 // request began, into channel c's mirror, never letting an older read
 // undo what a newer one (or the watcher) recorded. Reads race: a
