@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +25,7 @@ const channelLockClass = 0x7831 // "x1"
 const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
 	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since,
 	refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
-	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at FROM channels`
+	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at, version, updated_at FROM channels`
 
 // selectChannelByID reads one channel; one of the hot statements
 // (prepared.go).
@@ -84,6 +86,76 @@ func (s *DB) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch
 	return c, nil
 }
 
+// UpdateChannelFrom implements batch.Store: fn runs on from, and its
+// change is written with the row's version compared (tryFrom); when the
+// row moved on, or fn does not save, the update runs as UpdateChannel.
+func (s *DB) UpdateChannelFrom(ctx context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	if s.group != nil {
+		return s.group.updateFrom(ctx, from, fn)
+	}
+	c, ok, err := s.tryFrom(ctx, nil, from, fn)
+	if ok || err != nil {
+		return c, err
+	}
+	return s.UpdateChannel(ctx, from.ID, fn)
+}
+
+// tryFrom runs fn on from and, when it saves, writes the change only if
+// the row is still at from's version: one statement, no read (on
+// PostgreSQL one statement outside any transaction, tx nil; on SQLite in
+// the writer's tx, with the books). ok false: nothing was written (fn
+// did not save, or the row moved on) and the update is to be run again
+// from the row.
+func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, bool, error) {
+	was, updated, ok := parseVersion(from.Version)
+	if !ok {
+		return batch.Channel{}, false, nil
+	}
+	c := from
+	if change, err := fn(&c, true); err != nil || change != batch.Save {
+		return batch.Channel{}, false, nil // judged again on the row as it is
+	}
+	c.ID = from.ID
+	args, err := channelArgs(c)
+	if err != nil {
+		return batch.Channel{}, false, err
+	}
+	args = append(args, was, updated)
+	var wrote int64
+	switch {
+	case tx == nil && c.NewCharge != nil:
+		charge, err := chargeArgs(c)
+		if err != nil {
+			return batch.Channel{}, false, err
+		}
+		args = append(append(args, charge...), chargeShard(c))
+		if err := s.db.QueryRowContext(ctx, s.e.casCharged, args...).Scan(&wrote); err != nil {
+			return batch.Channel{}, false, fmt.Errorf("store: record charge: %w", err)
+		}
+	case tx == nil:
+		r, err := s.db.ExecContext(ctx, casChannel, args...)
+		if err != nil {
+			return batch.Channel{}, false, fmt.Errorf("store: save channel: %w", err)
+		}
+		wrote, _ = r.RowsAffected()
+	default:
+		r, err := s.exec(ctx, tx, casChannel, args...)
+		if err != nil {
+			return batch.Channel{}, false, fmt.Errorf("store: save channel: %w", err)
+		}
+		if wrote, _ = r.RowsAffected(); wrote == 1 && c.NewCharge != nil {
+			if err := s.insertCharge(ctx, tx, c); err != nil {
+				return batch.Channel{}, false, err
+			}
+		}
+	}
+	if wrote != 1 {
+		return batch.Channel{}, false, nil
+	}
+	c.NewCharge, c.Version = nil, version(args[27].(int64), args[15].(string))
+	return c, true, nil
+}
+
 // applyChannel runs one channel update in tx: lock, read, fn, write. It
 // reports whether it wrote anything; an error leaves tx to be rolled back
 // (or, in a group, back to the update's savepoint).
@@ -132,7 +204,7 @@ func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn fu
 	default:
 		return batch.Channel{}, false, fmt.Errorf("store: update channel: unknown change %d", change)
 	}
-	c.NewCharge = nil
+	c.NewCharge, c.Version = nil, "" // the new version is not read back
 	return c, true, nil
 }
 
@@ -140,8 +212,8 @@ func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn fu
 const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
 			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
 			refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
-			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
+			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at, version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
 			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
 			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
@@ -152,7 +224,18 @@ const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, si
 			refund_pending_orders = excluded.refund_pending_orders,
 			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
 			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
-			foreign_claim_at = excluded.foreign_claim_at`
+			foreign_claim_at = excluded.foreign_claim_at, version = excluded.version`
+
+// casChannel writes a whole channel that is still as it was read: the
+// same version and write time ($29, $30; the time also tells a write by
+// a replica older than the version column). A hot statement
+// (prepared.go).
+const casChannel = `UPDATE channels SET config = $2, charged = $3, signed_max = $4, signature = $5, balance = $6, total_claimed = $7,
+			withdraw_requested_at = $8, refund_nonce = $9, synced_at = $10, last_request = $11, pending_id = $12, pending_max = $13,
+			pending_expires = $14, unclaimed_since = $15, updated_at = $16, refund_pending_nonce = $17, refund_pending_amount = $18,
+			refund_pending_at = $19, refund_pending_orders = $20, last_refund_at = $21, answer_resource = $22, answer_type = $23,
+			answer_body = $24, answer_settlement = $25, answer_at = $26, foreign_claim_at = $27, version = $28
+		WHERE id = $1 AND version = $29 AND updated_at = $30`
 
 func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 	args, err := channelArgs(c)
@@ -165,7 +248,8 @@ func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error
 	return nil
 }
 
-// channelArgs are upsertChannel's arguments for c.
+// channelArgs are upsertChannel's arguments for c: its fields, the write
+// time ($16) and a new version ($28).
 func channelArgs(c batch.Channel) ([]any, error) {
 	config, err := json.Marshal(c.Config)
 	if err != nil {
@@ -188,7 +272,25 @@ func channelArgs(c batch.Channel) ([]any, error) {
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
 		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),
 		refundNonce, refundAmount, refundAt, refundOrders, stamp(c.LastRefundAt),
-		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt)}, nil
+		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt), newVersion()}, nil
+}
+
+// newVersion draws a row version: random, so that a row deleted and
+// written again never repeats the version a stale copy holds.
+func newVersion() int64 { return int64(rand.Uint64() >> 1) }
+
+// version is a row's mark as batch.Channel carries it: its version and
+// write time.
+func version(v int64, updated string) string { return strconv.FormatInt(v, 10) + "@" + updated }
+
+// parseVersion splits a mark of version.
+func parseVersion(mark string) (int64, string, bool) {
+	v, updated, ok := strings.Cut(mark, "@")
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, updated, err == nil
 }
 
 // scanChannel reads one row of selectChannel.
@@ -200,14 +302,16 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		rpNonce, rpAmount, rpAt, lastRefund, foreign                  string
 		rpOrders                                                      int64
 		a                                                             batch.Answer
-		answerAt                                                      string
-		withdraw                                                      int64
+		answerAt, updated                                             string
+		withdraw, v                                                   int64
 	)
 	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
 		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since,
-		&rpNonce, &rpAmount, &rpAt, &rpOrders, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign); err != nil {
+		&rpNonce, &rpAmount, &rpAt, &rpOrders, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign,
+		&v, &updated); err != nil {
 		return batch.Channel{}, err
 	}
+	c.Version = version(v, updated)
 	c.ID = common.HexToHash(id)
 	if err := json.Unmarshal([]byte(config), &c.Config); err != nil {
 		return batch.Channel{}, fmt.Errorf("channel %s config: %w", id, err)

@@ -772,11 +772,26 @@ func (s propStore) RecordBatchTx(ctx context.Context, r batch.TxRecord) error {
 }
 
 func (s propStore) UpdateChannel(ctx context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	return s.update(id, fn, func(fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+		return s.db.UpdateChannel(ctx, id, fn)
+	})
+}
+
+func (s propStore) UpdateChannelFrom(ctx context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	return s.update(from.ID, fn, func(fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+		return s.db.UpdateChannelFrom(ctx, from, fn)
+	})
+}
+
+// update runs fn through run (one of the store's updates) as a replica
+// that may die before or after the commit, and traces the charges.
+func (s propStore) update(id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error),
+	run func(func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error)) (batch.Channel, error) {
 	if s.dead.Load() {
 		return batch.Channel{}, errPropCrashed
 	}
 	var before batch.Channel
-	c, err := s.db.UpdateChannel(ctx, id, func(c *batch.Channel, found bool) (batch.Change, error) {
+	c, err := run(func(c *batch.Channel, found bool) (batch.Change, error) {
 		before = *c
 		change, err := fn(c, found)
 		if s.dead.Load() {

@@ -55,6 +55,10 @@ func TestChannels(t *testing.T) {
 			t.Fatalf("create: %+v %v", got, err)
 		}
 		read, found, err := s.Channel(ctx, id)
+		if read.Version == "" {
+			t.Error("a channel read back carries no version")
+		}
+		read.Version = ""
 		if err != nil || !found || !reflect.DeepEqual(read, want) {
 			t.Fatalf("read back:\n%+v\nwant\n%+v (%v)", read, want, err)
 		}
@@ -109,9 +113,89 @@ func TestChannels(t *testing.T) {
 	})
 }
 
+// TestUpdateChannelFrom: an update started from a copy read earlier is
+// written from the copy only while the row is as it was read; after any
+// write in between (another update, a deletion and a new row) it runs
+// again on the row as it is, and so does an update that refuses the copy.
+func TestUpdateChannelFrom(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, e engine) {
+		ctx := context.Background()
+		s, err := e.open(ctx, e.place(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		set := func(id common.Hash, charged int64) {
+			t.Helper()
+			if _, err := s.UpdateChannel(ctx, id, func(c *batch.Channel, _ bool) (batch.Change, error) {
+				c.Charged = big.NewInt(charged)
+				return batch.Save, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, tc := range []struct {
+			name string
+			// between runs after the copy is read, before the update.
+			between func(id common.Hash)
+			// refuse makes the update refuse a charged total below it.
+			refuse int64
+			// runs is how many times the update runs; charged what it
+			// leaves.
+			runs    int
+			charged int64
+		}{
+			{name: "unchanged", between: func(common.Hash) {}, runs: 1, charged: 11},
+			{name: "written meanwhile", between: func(id common.Hash) { set(id, 5) }, runs: 2, charged: 6},
+			{name: "same value written meanwhile", between: func(id common.Hash) { set(id, 10) }, runs: 2, charged: 11},
+			{name: "deleted and written again", between: func(id common.Hash) {
+				if _, err := s.UpdateChannel(ctx, id, func(*batch.Channel, bool) (batch.Change, error) { return batch.Delete, nil }); err != nil {
+					t.Fatal(err)
+				}
+				set(id, 20)
+			}, runs: 2, charged: 21},
+			{name: "refused on the copy", between: func(id common.Hash) { set(id, 30) }, refuse: 30, runs: 2, charged: 31},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				id := channelID(byte(0x40 + i))
+				set(id, 10)
+				from, found, err := s.Channel(ctx, id)
+				if err != nil || !found {
+					t.Fatal(found, err)
+				}
+				tc.between(id)
+				runs := 0
+				got, err := s.UpdateChannelFrom(ctx, from, func(c *batch.Channel, found bool) (batch.Change, error) {
+					runs++
+					if !found {
+						return batch.Keep, errors.New("not found")
+					}
+					if c.Charged.Int64() < tc.refuse {
+						return batch.Keep, errors.New("refused")
+					}
+					c.Charged = new(big.Int).Add(c.Charged, big.NewInt(1))
+					return batch.Save, nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				read, _, err := s.Channel(ctx, id)
+				if err != nil || runs != tc.runs || got.Charged.Int64() != tc.charged || read.Charged.Int64() != tc.charged {
+					t.Errorf("ran %d times, returned %s, stored %s (%v); want %d runs, %d", runs, got.Charged, read.Charged, err, tc.runs, tc.charged)
+				}
+				if read.Version == from.Version {
+					t.Error("the version did not change with the write")
+				}
+			})
+		}
+	})
+}
+
 // TestChannelUpdatesAcrossInstances: concurrent read-modify-write updates
 // of one channel from two stores on one database (two replicas), the
-// channel's creation included, lose none.
+// channel's creation included, lose none, whether they read the row in
+// the update or start from a copy read before it.
 func TestChannelUpdatesAcrossInstances(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, e engine) {
@@ -123,13 +207,21 @@ func TestChannelUpdatesAcrossInstances(t *testing.T) {
 		for k := range channels {
 			for i := range updates {
 				wg.Go(func() {
-					_, err := replicas[i%2].UpdateChannel(ctx, channelID(byte(k)), func(c *batch.Channel, found bool) (batch.Change, error) {
+					r, id := replicas[i%2], channelID(byte(k))
+					increment := func(c *batch.Channel, found bool) (batch.Change, error) {
 						if !found {
 							c.Charged = new(big.Int)
 						}
-						c.Charged.Add(c.Charged, big.NewInt(1))
+						c.Charged = new(big.Int).Add(c.Charged, big.NewInt(1))
 						return batch.Save, nil
-					})
+					}
+					// Half start from a copy read first, as a voucher does.
+					from, found, err := r.Channel(ctx, id)
+					if err == nil && found && i%4 >= 2 {
+						_, err = r.UpdateChannelFrom(ctx, from, increment)
+					} else if err == nil {
+						_, err = r.UpdateChannel(ctx, id, increment)
+					}
 					if err != nil {
 						t.Error(err)
 					}

@@ -36,9 +36,14 @@ type engine struct {
 	// empty: read, add in Go, write (charge.go).
 	addCharge string
 	// saveCharged, when set, saves a channel and books its new charge in
-	// one statement: upsertChannel's 27 arguments, insertBatchCharge's 9,
+	// one statement: upsertChannel's 28 arguments, insertBatchCharge's 9,
 	// then the shard (charge.go).
 	saveCharged string
+	// casCharged, when set, is saveCharged for a channel still as it was
+	// read, in one statement outside any transaction: casChannel's 30
+	// arguments, insertBatchCharge's 9, then the shard; it returns how
+	// many channels it wrote (0: the row moved on, nothing written).
+	casCharged string
 	// types maps the column types of the migrations, written for SQLite,
 	// to the engine's. On PostgreSQL text compares and sorts bytewise
 	// (COLLATE "C"), as SQLite's BINARY does, whatever the database's
@@ -51,10 +56,17 @@ var (
 	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`,
 		saveCharged: `WITH channel AS (` + upsertChannel + `),
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
-				VALUES ($28, $29, $30, $31, $32, $33, $34, $35, $36))
-			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($30, $37, 1, $35)
+				VALUES ($29, $30, $31, $32, $33, $34, $35, $36, $37))
+			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($31, $38, 1, $36)
 			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
 				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
+		casCharged: `WITH channel AS (` + casChannel + ` RETURNING id),
+			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
+				SELECT $31::text, $32::text, $33::text, $34::text, $35::text, $36::text, $37::text, $38::text, $39::text FROM channel),
+			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $33::text, $40::bigint, 1, $38::text FROM channel
+				ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
+					amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text)
+			SELECT count(*) FROM channel`,
 		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)
 			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
 				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
@@ -80,7 +92,7 @@ func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	prepared, err := prepare(ctx, db)
+	prepared, err := prepare(ctx, db, hotStatements)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -94,7 +106,13 @@ func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
 	}
 	rdb.SetMaxOpenConns(readConns)
 	rdb.SetMaxIdleConns(readConns)
-	s := &DB{db: db, rdb: rdb, e: sqlite, prepared: prepared}
+	reads, err := prepare(ctx, rdb, hotReads)
+	if err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, err
+	}
+	s := &DB{db: db, rdb: rdb, e: sqlite, prepared: prepared, reads: reads}
 	s.group = newGroup(s)
 	return s, nil
 }

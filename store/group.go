@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -34,6 +35,7 @@ type groupUpdate struct {
 	ctx    context.Context
 	id     common.Hash
 	fn     func(c *batch.Channel, found bool) (batch.Change, error)
+	from   *batch.Channel // UpdateChannelFrom's copy, tried first
 	c      batch.Channel
 	err    error
 	result chan struct{}
@@ -52,7 +54,16 @@ func newGroup(s *DB) *group {
 var errClosed = errors.New("store: closed")
 
 func (g *group) update(ctx context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
-	u := &groupUpdate{ctx: ctx, id: id, fn: fn, result: make(chan struct{})}
+	return g.queued(&groupUpdate{ctx: ctx, id: id, fn: fn, result: make(chan struct{})})
+}
+
+func (g *group) updateFrom(ctx context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	return g.queued(&groupUpdate{ctx: ctx, id: from.ID, fn: fn, from: &from, result: make(chan struct{})})
+}
+
+// queued hands u to the writer and waits for its commit.
+func (g *group) queued(u *groupUpdate) (batch.Channel, error) {
+	ctx := u.ctx
 	select {
 	case g.queue <- u:
 	case <-ctx.Done():
@@ -115,7 +126,7 @@ func (g *group) commit(updates []*groupUpdate) {
 			u.err = fmt.Errorf("store: update channel: %w", err)
 			continue
 		}
-		c, w, err := g.s.applyChannel(u.ctx, tx, u.id, u.fn)
+		c, w, err := g.s.apply(u, tx)
 		if err != nil {
 			if _, rerr := g.s.exec(ctx, tx, rollbackToSavepoint); rerr != nil {
 				// The transaction is in an unknown state: give it up whole.
@@ -144,6 +155,17 @@ func (g *group) commit(updates []*groupUpdate) {
 			u.c, u.err = batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
 		}
 	}
+}
+
+// apply runs u in tx: from its copy when the row is still at its
+// version, else from the row.
+func (s *DB) apply(u *groupUpdate, tx *sql.Tx) (batch.Channel, bool, error) {
+	if u.from != nil {
+		if c, ok, err := s.tryFrom(u.ctx, tx, *u.from, u.fn); ok || err != nil {
+			return c, ok, err
+		}
+	}
+	return s.applyChannel(u.ctx, tx, u.id, u.fn)
 }
 
 // The savepoint around each update of a group.

@@ -176,6 +176,10 @@ var migrations = [][]string{
 			PRIMARY KEY (operation, shard)
 		)`,
 	},
+	// A voucher's charge written without reading its channel again when
+	// the row is as the voucher was judged on (channel.go, tryFrom): the
+	// row's version, a random number each write draws.
+	9: {`ALTER TABLE channels ADD COLUMN version BIGINT NOT NULL DEFAULT 0`},
 }
 
 // execer is a *sql.DB or one of its connections.
@@ -238,6 +242,8 @@ type DB struct {
 	// prepared are the hot statements prepared once (SQLite, whose parser
 	// costs more than the statements; pgx caches PostgreSQL's itself).
 	prepared map[string]*sql.Stmt
+	// reads are the hot reads prepared on rdb (SQLite).
+	reads map[string]*sql.Stmt
 	// group commits SQLite's channel updates together (group.go); nil on
 	// PostgreSQL.
 	group *group
@@ -255,6 +261,9 @@ func (s *DB) Close() error {
 		s.group.close()
 	}
 	for _, st := range s.prepared {
+		st.Close()
+	}
+	for _, st := range s.reads {
 		st.Close()
 	}
 	if s.rdb != s.db {

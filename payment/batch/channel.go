@@ -77,6 +77,9 @@ type Channel struct {
 	// NewCharge, when set by an update, is written to the books in the
 	// same transaction as the channel (Save); it is never read back.
 	NewCharge *Charge
+	// Version is the store's mark of the row this copy was read from
+	// (empty: not read from a store); UpdateChannelFrom compares it.
+	Version string
 }
 
 // PendingRefund is the cooperative refunds that may still land at one
@@ -145,4 +148,11 @@ type Store interface {
 	// replicas. An error from fn changes nothing and is returned. It
 	// returns the channel as fn left it.
 	UpdateChannel(ctx context.Context, id common.Hash, fn func(c *Channel, found bool) (Change, error)) (Channel, error)
+	// UpdateChannelFrom is UpdateChannel of from.ID, started from from, a
+	// copy read with Channel: fn runs first on from, and when it saves and
+	// the row is still as from was read (its Version), the change is
+	// written without reading the row again. Otherwise fn runs again as in
+	// UpdateChannel, on the row as it is: fn may run twice, and only its
+	// last run counts.
+	UpdateChannelFrom(ctx context.Context, from Channel, fn func(c *Channel, found bool) (Change, error)) (Channel, error)
 }

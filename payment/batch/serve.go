@@ -351,7 +351,7 @@ func (s *Server) pay(x *exchange) {
 		return
 	}
 	resource := x.Request.URL.RequestURI()
-	_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+	commit := func(c *Channel, found bool) (Change, error) {
 		at := s.now()
 		var err error
 		switch {
@@ -380,7 +380,14 @@ func (s *Server) pay(x *exchange) {
 		c.Answer = &Answer{Resource: resource, ContentType: resp.ContentType(), Body: resp.Body(), Settlement: recorded, At: at}
 		c.NewCharge = &Charge{Operation: x.Requirement.Operation, Resource: resource, Amount: x.t.Price, Cumulative: new(big.Int).Set(c.Charged), At: at}
 		return Save, nil
-	})
+	}
+	if hold == "" && found {
+		// A voucher starts from the row it was judged on: unless the
+		// channel moved meanwhile, one write and no second read.
+		_, err = s.store.UpdateChannelFrom(x.ctx, c, commit)
+	} else {
+		_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, commit)
+	}
 	if errors.Is(err, errAnswered) && s.replay(x, answered, s.now()) {
 		return
 	}

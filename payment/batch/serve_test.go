@@ -68,6 +68,10 @@ func (s *memStore) UpdateChannel(_ context.Context, id common.Hash, fn func(c *b
 	return c, nil
 }
 
+func (s *memStore) UpdateChannelFrom(ctx context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	return s.UpdateChannel(ctx, from.ID, fn)
+}
+
 // fakeFacilitator plays the chain: one channel's balance and claims.
 type fakeFacilitator struct {
 	mu       sync.Mutex
