@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"github.com/tollgate/tollgate/payment/batch"
 )
@@ -373,7 +374,7 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 }
 
 // channelKey is a channel id as stored: lower-case hex.
-func channelKey(id common.Hash) string { return strings.ToLower(id.Hex()) }
+func channelKey(id common.Hash) string { return hexutil.Encode(id[:]) }
 
 // decimal writes an amount; nil is 0.
 func decimal(x *big.Int) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
@@ -79,8 +80,8 @@ func chargeArgs(c batch.Channel) ([]any, error) {
 	if at.IsZero() {
 		at = time.Now() // booked when committed
 	}
-	return []any{channelKey(c.ID), decimal(ch.Cumulative), ch.Operation, ch.Resource, strings.ToLower(c.Config.Payer.Hex()),
-		strings.ToLower(c.Config.Receiver.Hex()), strings.ToLower(c.Config.Token.Hex()), decimal(ch.Amount), stamp(at)}, nil
+	return []any{channelKey(c.ID), decimal(ch.Cumulative), ch.Operation, ch.Resource, hexutil.Encode(c.Config.Payer[:]),
+		hexutil.Encode(c.Config.Receiver[:]), hexutil.Encode(c.Config.Token[:]), decimal(ch.Amount), stamp(at)}, nil
 }
 
 // chargeShard is the shard of charge_totals c's charges add to.

@@ -113,6 +113,7 @@ type Server struct {
 	authorizer common.Address
 	now        func() time.Time
 	busy       sync.Map // channel id -> struct{}: served by a request of this process
+	recent     recent   // the rows this process last wrote for vouchers
 }
 
 var _ payment.Scheme = (*Server)(nil)
@@ -232,10 +233,21 @@ func (s *Server) pay(x *exchange) {
 		return
 	}
 	defer s.busy.Delete(p.ChannelID)
-	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
-	if err != nil {
-		s.unavailable(x, err)
-		return
+	// A voucher that the copy this process last wrote serves as it stands
+	// starts from it; anything else is judged on the store's row.
+	c, found := s.recent.get(p.ChannelID)
+	if found && (p.Type != TypeVoucher || s.screen(x, c, true, now) != nil || Payable(c, p, now, s.cfg.StateTTL, false) != nil) {
+		found = false
+	}
+	if p.Type != TypeVoucher {
+		s.recent.drop(p.ChannelID)
+	}
+	if !found {
+		var err error
+		if c, found, err = s.store.Channel(x.ctx, p.ChannelID); err != nil {
+			s.unavailable(x, err)
+			return
+		}
 	}
 	if answer := s.screen(x, c, found, now); answer != nil {
 		answer()
@@ -325,6 +337,7 @@ func (s *Server) pay(x *exchange) {
 		// against the channel as it is after the read of the chain (a
 		// refund may have landed meanwhile).
 		if verdict != nil {
+			var err error
 			if c, found, err = s.store.Channel(x.ctx, p.ChannelID); err != nil {
 				s.unavailable(x, err)
 				return
@@ -381,10 +394,16 @@ func (s *Server) pay(x *exchange) {
 		c.NewCharge = &Charge{Operation: x.Requirement.Operation, Resource: resource, Amount: x.t.Price, Cumulative: new(big.Int).Set(c.Charged), At: at}
 		return Save, nil
 	}
+	var err error
 	if hold == "" && found {
 		// A voucher starts from the row it was judged on: unless the
 		// channel moved meanwhile, one write and no second read.
-		_, err = s.store.UpdateChannelFrom(x.ctx, c, commit)
+		var written Channel
+		if written, err = s.store.UpdateChannelFrom(x.ctx, c, commit); err == nil {
+			s.recent.put(written, now)
+		} else {
+			s.recent.drop(p.ChannelID)
+		}
 	} else {
 		_, err = s.store.UpdateChannel(x.ctx, p.ChannelID, commit)
 	}
@@ -474,6 +493,7 @@ var errAnswered = errors.New("batch: the request was answered already")
 // as if it had.
 func (s *Server) refund(x *exchange) {
 	p, now := x.p, s.now()
+	s.recent.drop(p.ChannelID)
 	c, found, err := s.store.Channel(x.ctx, p.ChannelID)
 	if err != nil {
 		s.unavailable(x, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -25,15 +26,21 @@ import (
 	"github.com/tollgate/tollgate/payment/batch"
 )
 
-// memStore is batch.Store in memory, serialized by one mutex.
+// memStore is batch.Store in memory, serialized by one mutex; every
+// write gives the channel a new Version.
 type memStore struct {
-	mu sync.Mutex
-	m  map[common.Hash]batch.Channel
+	mu     sync.Mutex
+	m      map[common.Hash]batch.Channel
+	writes int
+	// reads counts Channel; fromHits the updates written from the
+	// caller's copy.
+	reads, fromHits int
 }
 
 func (s *memStore) Channel(_ context.Context, id common.Hash) (batch.Channel, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	c, ok := s.m[id]
 	return c, ok, nil
 }
@@ -51,6 +58,10 @@ func (s *memStore) Channels(context.Context) ([]batch.Channel, error) {
 func (s *memStore) UpdateChannel(_ context.Context, id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.update(id, fn)
+}
+
+func (s *memStore) update(id common.Hash, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
 	c, found := s.m[id]
 	if !found {
 		c = batch.Channel{ID: id}
@@ -61,6 +72,8 @@ func (s *memStore) UpdateChannel(_ context.Context, id common.Hash, fn func(c *b
 	}
 	switch change {
 	case batch.Save:
+		s.writes++
+		c.ID, c.NewCharge, c.Version = id, nil, fmt.Sprint(s.writes)
 		s.m[id] = c
 	case batch.Delete:
 		delete(s.m, id)
@@ -68,8 +81,22 @@ func (s *memStore) UpdateChannel(_ context.Context, id common.Hash, fn func(c *b
 	return c, nil
 }
 
-func (s *memStore) UpdateChannelFrom(ctx context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
-	return s.UpdateChannel(ctx, from.ID, fn)
+func (s *memStore) UpdateChannelFrom(_ context.Context, from batch.Channel, fn func(c *batch.Channel, found bool) (batch.Change, error)) (batch.Channel, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.m[from.ID]; ok && from.Version != "" && cur.Version == from.Version {
+		c := from
+		if change, err := fn(&c, true); err == nil && change == batch.Save {
+			s.writes++
+			s.fromHits++
+			c.NewCharge, c.Version = nil, fmt.Sprint(s.writes)
+			s.m[from.ID] = c
+			return c, nil
+		}
+	}
+	c, err := s.update(from.ID, fn)
+	c.Version = "" // as the store does: read again, the new version unknown
+	return c, err
 }
 
 // fakeFacilitator plays the chain: one channel's balance and claims.
@@ -700,6 +727,133 @@ func TestDepositSaltForms(t *testing.T) {
 		p, err := batch.DecodePayload([]byte(raw))
 		if err != nil || p.Deposit.Salt.Int64() != 1234 {
 			t.Errorf("salt %s: %v %v", salt, err, p)
+		}
+	}
+}
+
+// TestServeFromRecentCopy (issue 20, item 9): a payer's next voucher
+// starts from the row this process last wrote, without reading the
+// store; a row someone else wrote meanwhile is never overwritten from the
+// stale copy, and the voucher is judged on the row as it is, whether the
+// write was a claim or another replica's charge of the next voucher.
+func TestServeFromRecentCopy(t *testing.T) {
+	p := price.Int64()
+	type counts struct{ reads, fromHits int }
+	count := func(h *harness) counts {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		return counts{h.store.reads, h.store.fromHits}
+	}
+	for _, tc := range []struct {
+		name string
+		// meanwhile writes the channel as someone else would, after the
+		// voucher of 3p; the next voucher signs next.
+		meanwhile func(t *testing.T, h *harness, id common.Hash)
+		next      int64
+		// read: the next voucher reads the store before its handler;
+		// from: its charge is written from what it started from (the
+		// copy, or that read), not from a read inside the update.
+		read, from bool
+		// claimed is what the row shows claimed after the next voucher.
+		claimed int64
+		// missed: the channel is read from the store afterwards.
+		missed bool
+	}{
+		{name: "nothing", meanwhile: func(*testing.T, *harness, common.Hash) {}, next: 4 * p, from: true},
+		{name: "a claim", meanwhile: func(t *testing.T, h *harness, id common.Hash) {
+			if _, err := h.store.UpdateChannel(context.Background(), id, func(c *batch.Channel, _ bool) (batch.Change, error) {
+				c.TotalClaimed = big.NewInt(3 * p)
+				return batch.Save, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, next: 4 * p, claimed: 3 * p, missed: true},
+		{name: "another replica's charge", meanwhile: func(t *testing.T, h *harness, id common.Hash) {
+			sig, err := payment.SignDigest(h.escrow.VoucherDigest(id, big.NewInt(4*p)), h.payer.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.store.UpdateChannel(context.Background(), id, func(c *batch.Channel, _ bool) (batch.Change, error) {
+				c.Charged, c.SignedMax, c.Signature = big.NewInt(4*p), big.NewInt(4*p), sig
+				return batch.Save, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, next: 5 * p, read: true, from: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			_, id := h.payer.Channel(h.terms)
+			if a := h.pay(t, batch.TypeDeposit, p, 20*p, nil); a.status != http.StatusOK {
+				t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+			}
+			for _, max := range []int64{2 * p, 3 * p} {
+				if a := h.pay(t, batch.TypeVoucher, max, 0, nil); a.status != http.StatusOK {
+					t.Fatalf("voucher %d: %d %v", max, a.status, a.required["error"])
+				}
+			}
+			before := count(h)
+			tc.meanwhile(t, h, id)
+			if a := h.pay(t, batch.TypeVoucher, tc.next, 0, nil); a.status != http.StatusOK {
+				t.Fatalf("voucher %d: %d %v", tc.next, a.status, a.required["error"])
+			}
+			after := count(h)
+			if got := after.fromHits > before.fromHits; got != tc.from {
+				t.Errorf("written from what it started from: %v, want %v", got, tc.from)
+			}
+			if got := after.reads > before.reads; got != tc.read {
+				t.Errorf("read the store: %v, want %v", got, tc.read)
+			}
+			c, _, _ := h.store.Channel(context.Background(), id)
+			claimed := int64(0)
+			if c.TotalClaimed != nil {
+				claimed = c.TotalClaimed.Int64()
+			}
+			if c.Charged.Int64() != tc.next || claimed != tc.claimed {
+				t.Errorf("row: charged %s claimed %d, want %d and %d", c.Charged, claimed, tc.next, tc.claimed)
+			}
+			if !tc.missed {
+				return
+			}
+			// A channel someone else writes is read from the store for a
+			// while, not tried from a copy that would miss.
+			before = count(h)
+			if a := h.pay(t, batch.TypeVoucher, tc.next+p, 0, nil); a.status != http.StatusOK {
+				t.Fatalf("voucher after: %d %v", a.status, a.required["error"])
+			}
+			if after := count(h); after.reads == before.reads {
+				t.Error("the voucher after a missed copy did not read the store")
+			}
+		})
+	}
+}
+
+// TestDecodePayloadRefusesMalformed: every hex word and amount of a
+// payload is checked for its form, and one that is not is refused.
+func TestDecodePayloadRefusesMalformed(t *testing.T) {
+	addr, id, sig := "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "0x"+strings.Repeat("11", 32), "0x"+strings.Repeat("ab", 65)
+	payload := func(payer, salt, channel, max string) string {
+		return `{"type":"voucher","channelConfig":{"payer":"` + payer + `","payerAuthorizer":"` + addr + `","receiver":"` + addr +
+			`","receiverAuthorizer":"` + addr + `","token":"` + addr + `","withdrawDelay":900,"salt":"` + salt + `"},` +
+			`"voucher":{"channelId":"` + channel + `","maxClaimableAmount":"` + max + `","signature":"` + sig + `"}}`
+	}
+	if _, err := batch.DecodePayload([]byte(payload(addr, id, id, "10000"))); err != nil {
+		t.Fatalf("a well-formed voucher: %v", err)
+	}
+	for _, tc := range []struct{ name, payer, salt, channel, max string }{
+		{"address without 0x", "00" + addr[2:], id, id, "1"},
+		{"address too short", addr[:41], id, id, "1"},
+		{"address not hex", addr[:41] + "g", id, id, "1"},
+		{"salt too long", addr, id + "00", id, "1"},
+		{"channel id not hex", addr, id, id[:65] + "z", "1"},
+		{"channel id with 0X", addr, id, "0X" + id[2:], "1"},
+		{"amount empty", addr, id, id, ""},
+		{"amount negative", addr, id, id, "-1"},
+		{"amount in hex", addr, id, id, "0x10"},
+		{"amount beyond 78 digits", addr, id, id, strings.Repeat("9", 79)},
+	} {
+		if _, err := batch.DecodePayload([]byte(payload(tc.payer, tc.salt, tc.channel, tc.max))); err == nil {
+			t.Errorf("%s: accepted", tc.name)
 		}
 	}
 }

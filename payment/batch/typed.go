@@ -2,6 +2,8 @@ package batch
 
 import (
 	"math/big"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -39,9 +41,35 @@ type Escrow struct {
 }
 
 func (e Escrow) digest(structHash []byte) common.Hash {
-	sep := payment.Domain{Name: DomainName, Version: DomainVersion, ChainID: e.ChainID, VerifyingContract: e.Address}.Separator()
+	sep := e.separator()
 	return crypto.Keccak256Hash([]byte{0x19, 0x01}, sep[:], structHash)
 }
+
+// separator is the escrow's EIP-712 domain separator, computed once per
+// escrow (five hashes that every voucher, claim and refund would redo).
+func (e Escrow) separator() common.Hash {
+	key := escrowKey{chain: e.ChainID.String(), address: e.Address}
+	if sep, ok := separators.Load(key); ok {
+		return sep.(common.Hash)
+	}
+	sep := payment.Domain{Name: DomainName, Version: DomainVersion, ChainID: e.ChainID, VerifyingContract: e.Address}.Separator()
+	if separatorCount.Add(1) <= maxSeparators { // escrows come from configuration: a handful
+		separators.Store(key, sep)
+	}
+	return sep
+}
+
+type escrowKey struct {
+	chain   string
+	address common.Address
+}
+
+var (
+	separators     sync.Map // escrowKey -> common.Hash
+	separatorCount atomic.Int64
+)
+
+const maxSeparators = 64
 
 // ChannelID is the id of the channel of c: the EIP-712 digest of the
 // config in the escrow's domain (so it binds the chain and the escrow).

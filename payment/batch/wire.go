@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"regexp"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -156,11 +155,33 @@ type wireERC3009 struct {
 	Signature   string `json:"signature"`
 }
 
-var (
-	addressRE = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
-	hashRE    = regexp.MustCompile(`^0x[0-9a-fA-F]{64}$`)
-	digitsRE  = regexp.MustCompile(`^[0-9]{1,78}$`)
-)
+// isHexWord reports whether s is 0x and digits hex digits (an address:
+// 40, a hash: 64), either case.
+func isHexWord(digits int, s string) bool {
+	if len(s) != 2+digits || s[:2] != "0x" {
+		return false
+	}
+	for _, r := range s[2:] {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// isDigits reports whether s is 1 to 78 decimal digits (a uint256 has
+// at most 78).
+func isDigits(s string) bool {
+	if len(s) == 0 || len(s) > 78 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // DecodePayload decodes PaymentPayload.payload of the scheme, checking
 // every field's form (not yet its meaning: see Terms).
@@ -186,7 +207,7 @@ func DecodePayload(raw []byte) (*Payment, error) {
 	}{{"payer", cc.Payer, &p.Config.Payer}, {"payerAuthorizer", cc.PayerAuthorizer, &p.Config.PayerAuthorizer},
 		{"receiver", cc.Receiver, &p.Config.Receiver}, {"receiverAuthorizer", cc.ReceiverAuthorizer, &p.Config.ReceiverAuthorizer},
 		{"token", cc.Token, &p.Config.Token}} {
-		if !addressRE.MatchString(a.src) {
+		if !isHexWord(40, a.src) {
 			return nil, refuse(ReasonPayloadType, "channelConfig.%s %q is not an address", a.name, a.src)
 		}
 		*a.dst = common.HexToAddress(a.src)
@@ -196,13 +217,13 @@ func DecodePayload(raw []byte) (*Payment, error) {
 		return nil, refuse(ReasonPayloadType, "channelConfig.withdrawDelay is not a whole number of seconds")
 	}
 	p.Config.WithdrawDelay = delay
-	if !hashRE.MatchString(cc.Salt) {
+	if !isHexWord(64, cc.Salt) {
 		return nil, refuse(ReasonPayloadType, "channelConfig.salt %q is not 32 bytes of hex", cc.Salt)
 	}
 	p.Config.Salt = common.HexToHash(cc.Salt)
 
 	v := w.Voucher
-	if !hashRE.MatchString(v.ChannelID) {
+	if !isHexWord(64, v.ChannelID) {
 		return nil, refuse(ReasonPayloadType, "voucher.channelId %q is not 32 bytes of hex", v.ChannelID)
 	}
 	p.ChannelID = common.HexToHash(v.ChannelID)
@@ -229,7 +250,7 @@ func DecodePayload(raw []byte) (*Payment, error) {
 			dst       **big.Int
 		}{{"deposit.amount", w.Deposit.Amount, &d.Amount}, {"validAfter", a.ValidAfter, &d.ValidAfter},
 			{"validBefore", a.ValidBefore, &d.ValidBefore}, {"salt", a.Salt, &d.Salt}} {
-			if f.dst == &d.Salt && hashRE.MatchString(f.src) {
+			if f.dst == &d.Salt && isHexWord(64, f.src) {
 				// The official client writes the salt as 32 bytes of hex.
 				d.Salt = new(big.Int).SetBytes(common.FromHex(f.src))
 				continue
@@ -257,7 +278,7 @@ func DecodePayload(raw []byte) (*Payment, error) {
 
 // amount parses a decimal string of atomic units.
 func amount(name, s string) (*big.Int, error) {
-	if !digitsRE.MatchString(s) {
+	if !isDigits(s) {
 		return nil, refuse(ReasonPayloadType, "%s %q is not a decimal amount", name, s)
 	}
 	x, _ := new(big.Int).SetString(s, 10)
