@@ -287,12 +287,17 @@ func (g *Gate) match(env *Envelope, req *Requirement, r *http.Request) (Scheme, 
 		return nil, &VerifyError{Reason: ReasonNoMatch, Message: fmt.Sprintf("no requirement for scheme %q on %q; want %s on %s", got.Scheme, got.Network, g.v1Names(), req.NetworkV1)}
 	case env.Version == 1:
 		return s, nil
-	case s == nil || got.Network != req.Network || got.Amount != req.Amount.String() || !strings.EqualFold(got.Asset, req.Asset.Hex()) || !strings.EqualFold(got.PayTo, req.PayTo.Hex()):
+	case s == nil || got.Network != req.Network || got.Amount != req.Amount.String() || !sameAddress(got.Asset, req.Asset) || !sameAddress(got.PayTo, req.PayTo):
 		return nil, &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
 	case env.Resource != nil && !g.sameResourceURL(env.Resource.URL, r.URL):
 		return nil, &VerifyError{Reason: ReasonResourceMismatch, Message: fmt.Sprintf("the payment is for %q, not %s", env.Resource.URL, g.base+r.URL.RequestURI())}
 	}
 	return s, nil
+}
+
+// sameAddress reports whether s is address a in hex, whatever its case.
+func sameAddress(s string, a common.Address) bool {
+	return len(s) == 2+2*common.AddressLength && common.IsHexAddress(s) && common.HexToAddress(s) == a
 }
 
 // scheme returns the scheme named, if it is offered in x402 version.

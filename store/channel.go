@@ -130,7 +130,10 @@ func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn fun
 			return batch.Channel{}, false, err
 		}
 		args = append(append(args, charge...), chargeShard(c))
-		if err := s.db.QueryRowContext(ctx, s.e.casCharged, args...).Scan(&wrote); err != nil {
+		switch err := s.db.QueryRowContext(ctx, s.e.casCharged, args...).Scan(&wrote); {
+		case errors.Is(err, sql.ErrNoRows):
+			return batch.Channel{}, false, nil // the row moved on
+		case err != nil:
 			return batch.Channel{}, false, fmt.Errorf("store: record charge: %w", err)
 		}
 	case tx == nil:

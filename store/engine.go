@@ -41,8 +41,9 @@ type engine struct {
 	saveCharged string
 	// casCharged, when set, is saveCharged for a channel still as it was
 	// read, in one statement outside any transaction: casChannel's 30
-	// arguments, insertBatchCharge's 9, then the shard; it returns how
-	// many channels it wrote (0: the row moved on, nothing written).
+	// arguments, insertBatchCharge's 9, then the shard; it returns a row
+	// when it wrote the channel, none when the row moved on (nothing
+	// written).
 	casCharged string
 	// types maps the column types of the migrations, written for SQLite,
 	// to the engine's. On PostgreSQL text compares and sorts bytewise
@@ -66,7 +67,7 @@ var (
 			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $33::text, $40::bigint, 1, $38::text FROM channel
 				ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
 					amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text)
-			SELECT count(*) FROM channel`,
+			SELECT 1 FROM channel`,
 		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)
 			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
 				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
