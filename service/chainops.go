@@ -158,7 +158,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		if snap := a.whales.Snapshot(); snap != nil {
 			if c, ok := snap.Collapses[k.Address]; ok {
 				collapse = &c
-				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool.Hex(), Kind: c.Kind, Block: c.Block}
+				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool, Venue: string(c.Venue), Kind: c.Kind, Block: c.Block}
 			}
 		}
 	}
@@ -204,7 +204,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		checks.Proxy = &tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED, UpgraderSource: "unknown"}
 	}
 	if collapse != nil {
-		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool.Hex(), Kind: collapse.Kind, Block: uint32(collapse.Block)}
+		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool, Venue: string(collapse.Venue), Kind: collapse.Kind, Block: uint32(collapse.Block)}
 	}
 	if isKnown {
 		checks.KnownToken = &tollgatev1.KnownToken{Name: known.name, Reason: known.reason}

@@ -166,7 +166,8 @@ type Role struct {
 
 // Collapse is a collapse of the token's pool seen by the whale scan.
 type Collapse struct {
-	Pool  string
+	Pool  string // address, or a V4 pool id
+	Venue string // the pool's venue kind ("v2", "v4", "slipstream", …)
 	Kind  string // "liquidity" or "drawdown"
 	Block uint64
 }
@@ -301,7 +302,7 @@ func Evaluate(f Facts) Report {
 		add(FlagNoActivity, RuleActivity, f.ActivityEvidence)
 	}
 	if f.Collapse != nil {
-		add(FlagPoolCollapsed, RulePoolCollapse, fmt.Sprintf("pool %s: %s collapse at block %d", f.Collapse.Pool, f.Collapse.Kind, f.Collapse.Block))
+		add(FlagPoolCollapsed, RulePoolCollapse, fmt.Sprintf("pool %s (%s): %s collapse at block %d", f.Collapse.Pool, f.Collapse.Venue, f.Collapse.Kind, f.Collapse.Block))
 	}
 	control := ownerActive || rolesHeld || upgradeControl
 	freeze := has[Pause] || (has[Limit] && !f.LimitFloor)

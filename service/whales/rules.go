@@ -41,18 +41,23 @@ type position struct {
 	outcome      int
 }
 
-// pool is one tracked pool and what its events showed so far.
+// pool is one followed pool and what its events showed so far.
 type pool struct {
-	addr, token common.Address
-	kind        Kind
-	tokenIs0    bool
-	created     uint64
+	ref      poolRef
+	token    common.Address
+	venue    Kind
+	tokenIs0 bool
+	created  uint64
+	// hooks is a V4 pool's hook contract; sqrtP its last square-root
+	// price, which its liquidity changes are valued at (venue_v4.go).
+	hooks common.Address
+	sqrtP float64
 
 	buyers    int
 	positions map[common.Address]*position
 	price     float64 // quote per token after the last event
 	peak      float64
-	reserve   *big.Int // quote reserve after the last Sync
+	reserve   *big.Int // quote reserve after the last event
 	lastTx    common.Hash
 	block     uint64 // of the event being applied (set by the scanner)
 	txBlock   uint64 // of lastTx
@@ -62,40 +67,54 @@ type pool struct {
 	collapsedAt uint64
 }
 
-func newPool(addr, token common.Address, kind Kind, tokenIs0 bool, created uint64) *pool {
-	return &pool{addr: addr, token: token, kind: kind, tokenIs0: tokenIs0, created: created,
+func newPool(c creation, token common.Address, venue Kind, tokenIs0 bool, created uint64) *pool {
+	return &pool{ref: c.ref, token: token, venue: venue, tokenIs0: tokenIs0, created: created, hooks: c.hooks, sqrtP: c.sqrtPrice,
 		positions: map[common.Address]*position{}, reserve: new(big.Int)}
 }
 
-// apply folds one event of transaction tx into the pool. seller is the
-// wallet whose tokens came in (zero if unknown). A collapse is judged at
-// the end of its transaction, so a sale in the collapsing transaction
-// itself counts as before it.
-func (p *pool) apply(tx common.Hash, e event, seller common.Address, r Rules) {
+// side orders a pair of amounts given as (token0, token1) into (token,
+// quote).
+func (p *pool) side(a0, a1 *big.Int) (token, quote *big.Int) {
+	if p.tokenIs0 {
+		return a0, a1
+	}
+	return a1, a0
+}
+
+// apply folds one event of transaction tx into the pool. A collapse is
+// judged at the end of its transaction, so a sale in the collapsing
+// transaction itself counts as before it.
+func (p *pool) apply(tx common.Hash, e event, r Rules) {
 	if tx != p.lastTx {
 		p.settle(r)
 		p.lastTx, p.txBlock = tx, p.block
 	}
 	switch e.kind {
-	case evSync:
-		p.reserve = e.quoteOut
-		p.observe(e.price, r)
-	case evBurn:
-		before := new(big.Int).Add(e.quoteOut, p.reserve)
-		if before.Sign() > 0 && ratio(e.quoteOut, before) >= r.LiquidityPull && p.pending == "" {
+	case evReserve:
+		p.reserve = new(big.Int).Set(e.quote)
+	case evReserveDelta:
+		p.reserve = new(big.Int).Add(p.reserve, e.quote)
+		if p.reserve.Sign() < 0 {
+			p.reserve.SetInt64(0) // a reserve from before the pool was followed
+		}
+	case evRemove:
+		// The removal is judged against the reserve just before it: what
+		// is left after it, plus what it took.
+		before := new(big.Int).Add(e.quote, p.reserve)
+		if before.Sign() > 0 && ratio(e.quote, before) >= r.LiquidityPull && p.pending == "" {
 			p.pending = "liquidity"
 		}
 	case evSwap:
-		p.observe(e.price, r)
 		switch {
-		case e.tokenDelta.Sign() < 0 && e.quoteDelta.Sign() > 0: // a buy
-			p.buy(e.to, new(big.Int).Neg(e.tokenDelta), r)
-		case e.tokenDelta.Sign() > 0 && seller != (common.Address{}): // a sale
-			if pos := p.positions[seller]; pos != nil && p.collapsed == "" {
+		case e.tokenDelta.Sign() < 0 && e.quoteDelta.Sign() > 0 && e.buyer != (common.Address{}): // a buy
+			p.buy(e.buyer, new(big.Int).Neg(e.tokenDelta), r)
+		case e.tokenDelta.Sign() > 0 && e.seller != (common.Address{}): // a sale
+			if pos := p.positions[e.seller]; pos != nil && p.collapsed == "" {
 				pos.sold.Add(pos.sold, e.tokenDelta)
 			}
 		}
 	}
+	p.observe(e.price, r)
 }
 
 func (p *pool) observe(price float64, r Rules) {
@@ -110,7 +129,7 @@ func (p *pool) observe(price float64, r Rules) {
 }
 
 func (p *pool) buy(who common.Address, amount *big.Int, r Rules) {
-	if who == p.addr || who == (common.Address{}) {
+	if who == p.ref.holder() || who == (common.Address{}) {
 		return
 	}
 	pos := p.positions[who]

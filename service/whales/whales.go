@@ -11,7 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
+	"maps"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -87,8 +87,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("whales: at least one factory and one quote asset"))
 	}
 	for _, f := range c.Factories {
-		if f.Kind != UniswapV2 && f.Kind != UniswapV3 && f.Kind != Aerodrome {
-			errs = append(errs, fmt.Errorf("whales: factory %s: unknown kind %q (v2, v3 or aerodrome)", f.Address, f.Kind))
+		if venues[f.Kind] == nil {
+			errs = append(errs, fmt.Errorf("whales: factory %s: unknown kind %q (one of %v)", f.Address, f.Kind, Kinds()))
 		}
 	}
 	if c.WindowBlocks == 0 || c.Interval <= 0 || c.MaxPools <= 0 || c.MaxBlocksPerCycle == 0 || c.Top <= 0 {
@@ -115,7 +115,11 @@ type Snapshot struct {
 
 // Collapse is the collapse of a followed pool.
 type Collapse struct {
-	Pool common.Address
+	// Pool is the pool's address, or a V4 pool's id in its PoolManager.
+	Pool string
+	// Venue is the pool's venue kind (v2, v3, v4, aerodrome, slipstream,
+	// pancakev3).
+	Venue Kind
 	// Kind is "liquidity" (one removal took at least Rules.LiquidityPull of
 	// the quote reserve) or "drawdown" (the price fell Rules.Drawdown below
 	// its peak).
@@ -126,10 +130,13 @@ type Collapse struct {
 
 // Stats describes one cycle.
 type Stats struct {
-	Head      uint64 // the chain head the cycle saw
-	From, To  uint64
-	Pools     int // followed after the cycle
-	NewPools  int
+	Head     uint64 // the chain head the cycle saw
+	From, To uint64
+	Pools    int // followed after the cycle
+	NewPools int
+	// Skipped counts the pools created in the cycle's range that were
+	// not followed: both sides quote assets, or neither.
+	Skipped   int
 	Logs      int
 	Calls     int64 // JSON-RPC round trips
 	CaughtUp  bool
@@ -144,7 +151,7 @@ type Scanner struct {
 	log     *slog.Logger
 	kinds   map[common.Address]Kind
 	quotes  map[common.Address]bool
-	pools   map[common.Address]*pool
+	pools   map[poolRef]*pool
 	tokens  map[common.Address]bool
 	started bool
 	next    uint64
@@ -163,13 +170,15 @@ func New(r chain.RPC, cfg Config, log *slog.Logger) (*Scanner, error) {
 	}
 	s := &Scanner{cfg: cfg, rpc: counting, client: client, log: log,
 		kinds: map[common.Address]Kind{}, quotes: map[common.Address]bool{},
-		pools: map[common.Address]*pool{}, tokens: map[common.Address]bool{}}
+		pools: map[poolRef]*pool{}, tokens: map[common.Address]bool{}}
 	for _, f := range cfg.Factories {
 		s.kinds[f.Address] = f.Kind
 	}
 	for _, q := range cfg.Quotes {
 		s.quotes[q] = true
 	}
+	// Native ETH (a V4 pool's currency 0x0) is a quote as WETH is.
+	s.quotes[common.Address{}] = true
 	return s, nil
 }
 
@@ -214,7 +223,7 @@ func (s *Scanner) Scan(ctx context.Context) (Stats, error) {
 	if st.Pools > 0 {
 		perToken = float64(st.Calls) / float64(st.Pools)
 	}
-	s.log.Info("whale scan", "from", st.From, "to", st.To, "pools", st.Pools, "new_pools", st.NewPools, "logs", st.Logs,
+	s.log.Info("whale scan", "from", st.From, "to", st.To, "pools", st.Pools, "new_pools", st.NewPools, "skipped_pools", st.Skipped, "logs", st.Logs,
 		"rpc_calls", st.Calls, "rpc_calls_per_token", fmt.Sprintf("%.2f", perToken), "caught_up", st.CaughtUp)
 	return st, nil
 }
@@ -236,11 +245,11 @@ func (s *Scanner) scan(ctx context.Context) (Stats, error) {
 		st.Completed = true
 		return st, nil
 	}
-	newPools, err := s.discover(ctx, st.From, st.To)
+	newPools, skipped, err := s.discover(ctx, st.From, st.To)
 	if err != nil {
 		return st, err
 	}
-	st.NewPools = newPools
+	st.NewPools, st.Skipped = newPools, skipped
 	s.prune(st.To)
 	n, err := s.readPools(ctx, st.From, st.To)
 	if err != nil {
@@ -260,47 +269,51 @@ func (s *Scanner) scan(ctx context.Context) (Stats, error) {
 }
 
 // discover adds the pools created in [from, to] that pair a token with
-// exactly one quote asset, the token's first pool only.
-func (s *Scanner) discover(ctx context.Context, from, to uint64) (int, error) {
+// exactly one quote asset, the token's first pool only; skipped counts the
+// pools that pair two quotes or none.
+func (s *Scanner) discover(ctx context.Context, from, to uint64) (added, skipped int, err error) {
 	var addrs []common.Address
 	var topics []common.Hash
 	for _, f := range s.cfg.Factories {
 		addrs = append(addrs, f.Address)
-		if t := creationTopic(f.Kind); !slices.Contains(topics, t) {
+		if t := venues[f.Kind].creationTopic(); !slices.Contains(topics, t) {
 			topics = append(topics, t)
 		}
 	}
 	logs, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: addrs, Topics: [][]common.Hash{topics}})
 	if err != nil {
-		return 0, fmt.Errorf("pool creations: %w", err)
+		return 0, 0, fmt.Errorf("pool creations: %w", err)
 	}
-	added := 0
 	for _, l := range logs {
 		kind, ok := s.kinds[l.Address]
-		if !ok || l.Topics[0] != creationTopic(kind) {
+		v := venues[kind]
+		if !ok || l.Removed || len(l.Topics) == 0 || l.Topics[0] != v.creationTopic() {
 			continue
 		}
-		t0, t1, addr, err := created(kind, l)
+		c, err := v.created(l.Address, l)
 		if err != nil {
 			s.log.Debug("whale scan: undecodable pool creation", "factory", l.Address, "err", err)
 			continue
 		}
-		token, tokenIs0 := t1, false
+		token, tokenIs0 := c.currency1, false
 		switch {
-		case s.quotes[t1] && !s.quotes[t0]:
-			token, tokenIs0 = t0, true
-		case s.quotes[t0] && !s.quotes[t1]:
+		case s.quotes[c.currency1] && !s.quotes[c.currency0]:
+			token, tokenIs0 = c.currency0, true
+		case s.quotes[c.currency0] && !s.quotes[c.currency1]:
 		default:
+			skipped++
 			continue
 		}
-		if s.tokens[token] || s.pools[addr] != nil {
+		if s.tokens[token] || s.pools[c.ref] != nil {
 			continue
 		}
+		p := newPool(c, token, kind, tokenIs0, l.BlockNumber)
+		p.observe(p.quotePrice(c.sqrtPrice), s.cfg.Rules) // the price at creation, when the log carries it
 		s.tokens[token] = true
-		s.pools[addr] = newPool(addr, token, kind, tokenIs0, l.BlockNumber)
+		s.pools[c.ref] = p
 		added++
 	}
-	return added, nil
+	return added, skipped, nil
 }
 
 // prune forgets pools created before the window and, past MaxPools, the
@@ -310,13 +323,13 @@ func (s *Scanner) prune(to uint64) {
 	ps := s.sortedPools()
 	for i, p := range ps {
 		if p.created < oldest || i < len(ps)-s.cfg.MaxPools {
-			delete(s.pools, p.addr)
+			delete(s.pools, p.ref)
 			delete(s.tokens, p.token)
 		}
 	}
 }
 
-// sortedPools lists the followed pools by creation block, then address.
+// sortedPools lists the followed pools by creation block, then pool.
 func (s *Scanner) sortedPools() []*pool {
 	ps := make([]*pool, 0, len(s.pools))
 	for _, p := range s.pools {
@@ -326,7 +339,10 @@ func (s *Scanner) sortedPools() []*pool {
 		if ps[i].created != ps[j].created {
 			return ps[i].created < ps[j].created
 		}
-		return ps[i].addr.Cmp(ps[j].addr) < 0
+		if c := ps[i].ref.emitter.Cmp(ps[j].ref.emitter); c != 0 {
+			return c < 0
+		}
+		return ps[i].ref.id.Cmp(ps[j].ref.id) < 0
 	})
 	return ps
 }
@@ -334,36 +350,80 @@ func (s *Scanner) sortedPools() []*pool {
 // poolChunk bounds the addresses (and topic alternatives) per eth_getLogs.
 const poolChunk = 500
 
-// readPools reads the followed pools' events and the token transfers into
-// them over [from, to] and folds them in chain order.
+// readPools reads the followed pools' events and the token transfers
+// that name their buyers and sellers over [from, to], and folds them in
+// chain order. Pools that are their own contracts are asked for by
+// address; pools inside a singleton (V4) by their ids in topic1 of the
+// singleton's logs, never by reading every log it emits.
 func (s *Scanner) readPools(ctx context.Context, from, to uint64) (int, error) {
-	ps := s.sortedPools()
-	var events, transfers []types.Log
-	for i := 0; i < len(ps); i += poolChunk {
-		chunk := ps[i:min(len(ps), i+poolChunk)]
-		addrs := make([]common.Address, len(chunk))
-		tokens := make([]common.Address, len(chunk))
-		topicPools := make([]common.Hash, len(chunk))
-		for j, p := range chunk {
-			addrs[j], tokens[j], topicPools[j] = p.addr, p.token, common.BytesToHash(p.addr[:])
+	var contracts []*pool
+	inside := map[common.Address][]*pool{} // singleton -> its followed pools
+	for _, p := range s.sortedPools() {
+		if venues[p.venue].singleton() {
+			inside[p.ref.emitter] = append(inside[p.ref.emitter], p)
+		} else {
+			contracts = append(contracts, p)
 		}
-		ev, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: addrs, Topics: [][]common.Hash{poolTopics}})
-		if err != nil {
-			return 0, fmt.Errorf("pool events: %w", err)
-		}
-		tr, err := s.client.Logs(ctx, chain.LogQuery{From: from, To: to, Addresses: tokens,
-			Topics: [][]common.Hash{{topicTransfer}, nil, topicPools}})
-		if err != nil {
-			return 0, fmt.Errorf("transfers into pools: %w", err)
-		}
-		events, transfers = append(events, ev...), append(transfers, tr...)
 	}
-	// The token transfers into a pool name the seller of a swap in the
-	// same transaction (Swap.sender is usually a router).
-	sellers := map[common.Hash][]types.Log{}
+	var events, transfers []types.Log
+	add := func(q chain.LogQuery, into *[]types.Log, what string) error {
+		q.From, q.To = from, to
+		logs, err := s.client.Logs(ctx, q)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		*into = append(*into, logs...)
+		return nil
+	}
+	for i := 0; i < len(contracts); i += poolChunk {
+		chunk := contracts[i:min(len(contracts), i+poolChunk)]
+		var addrs, tokens []common.Address
+		var holders, topics []common.Hash
+		for _, p := range chunk {
+			addrs, tokens = append(addrs, p.ref.emitter), append(tokens, p.token)
+			holders = append(holders, common.BytesToHash(p.ref.emitter[:]))
+			for _, t := range venues[p.venue].eventTopics() {
+				if !slices.Contains(topics, t) {
+					topics = append(topics, t)
+				}
+			}
+		}
+		if err := add(chain.LogQuery{Addresses: addrs, Topics: [][]common.Hash{topics}}, &events, "pool events"); err != nil {
+			return 0, err
+		}
+		if err := add(chain.LogQuery{Addresses: tokens, Topics: [][]common.Hash{{topicTransfer}, nil, holders}}, &transfers, "transfers into pools"); err != nil {
+			return 0, err
+		}
+	}
+	singletons := slices.SortedFunc(maps.Keys(inside), func(a, b common.Address) int { return a.Cmp(b) })
+	for _, singleton := range singletons {
+		ps := inside[singleton]
+		topics := venues[ps[0].venue].eventTopics()
+		holder := []common.Hash{common.BytesToHash(singleton[:])}
+		for i := 0; i < len(ps); i += poolChunk {
+			chunk := ps[i:min(len(ps), i+poolChunk)]
+			var ids []common.Hash
+			var tokens []common.Address
+			for _, p := range chunk {
+				ids, tokens = append(ids, p.ref.id), append(tokens, p.token)
+			}
+			if err := add(chain.LogQuery{Addresses: []common.Address{singleton}, Topics: [][]common.Hash{topics, ids}}, &events, "singleton pool events"); err != nil {
+				return 0, err
+			}
+			if err := add(chain.LogQuery{Addresses: tokens, Topics: [][]common.Hash{{topicTransfer}, nil, holder}}, &transfers, "transfers into the singleton"); err != nil {
+				return 0, err
+			}
+			if err := add(chain.LogQuery{Addresses: tokens, Topics: [][]common.Hash{{topicTransfer}, holder}}, &transfers, "transfers out of the singleton"); err != nil {
+				return 0, err
+			}
+		}
+	}
+	// The token transfers of each transaction name its buyers and sellers
+	// (a swap's sender and recipient are often a router).
+	byTx := map[common.Hash][]types.Log{}
 	for _, t := range transfers {
-		if len(t.Topics) == 3 {
-			sellers[t.TxHash] = append(sellers[t.TxHash], t)
+		if !t.Removed {
+			byTx[t.TxHash] = append(byTx[t.TxHash], t)
 		}
 	}
 	sort.Slice(events, func(i, j int) bool {
@@ -374,45 +434,28 @@ func (s *Scanner) readPools(ctx context.Context, from, to uint64) (int, error) {
 		return a.Index < b.Index
 	})
 	for _, l := range events {
-		p := s.pools[l.Address]
-		if p == nil || l.Removed {
+		if l.Removed || len(l.Topics) == 0 {
 			continue
 		}
-		e, ok, err := decode(l, p.tokenIs0)
+		ref := poolRef{emitter: l.Address}
+		if v := venues[s.kinds[l.Address]]; v != nil && v.singleton() && len(l.Topics) > 1 {
+			ref.id = l.Topics[1]
+		}
+		p := s.pools[ref]
+		if p == nil {
+			continue
+		}
+		evs, err := venues[p.venue].decode(l, p, byTx[l.TxHash])
 		if err != nil {
-			s.log.Debug("whale scan: undecodable pool event", "pool", l.Address, "err", err)
+			s.log.Debug("whale scan: undecodable pool event", "pool", ref, "err", err)
 			continue
-		}
-		if !ok {
-			continue
-		}
-		var seller common.Address
-		if e.kind == evSwap && e.tokenDelta.Sign() > 0 {
-			seller = sellerOf(sellers[l.TxHash], p, e.tokenDelta)
 		}
 		p.block = l.BlockNumber
-		p.apply(l.TxHash, e, seller, s.cfg.Rules)
+		for _, e := range evs {
+			p.apply(l.TxHash, e, s.cfg.Rules)
+		}
 	}
 	return len(events) + len(transfers), nil
-}
-
-// sellerOf picks the sender of the token transfer into p in a swap's
-// transaction: the one of the swapped amount, else the first.
-func sellerOf(transfers []types.Log, p *pool, amount *big.Int) common.Address {
-	var first common.Address
-	for _, t := range transfers {
-		if t.Address != p.token || common.BytesToAddress(t.Topics[2][:]) != p.addr {
-			continue
-		}
-		from := common.BytesToAddress(t.Topics[1][:])
-		if new(big.Int).SetBytes(t.Data).Cmp(amount) == 0 {
-			return from
-		}
-		if first == (common.Address{}) {
-			first = from
-		}
-	}
-	return first
 }
 
 func (s *Scanner) publish(block uint64) {
@@ -424,7 +467,7 @@ func (s *Scanner) publish(block uint64) {
 			continue
 		}
 		if c, seen := snap.Collapses[p.token]; !seen || p.collapsedAt < c.Block {
-			snap.Collapses[p.token] = Collapse{Pool: p.addr, Kind: p.collapsed, Block: p.collapsedAt}
+			snap.Collapses[p.token] = Collapse{Pool: p.ref.String(), Venue: p.venue, Kind: p.collapsed, Block: p.collapsedAt}
 		}
 	}
 	for _, w := range all {

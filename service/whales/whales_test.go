@@ -111,7 +111,7 @@ func TestRankingOnScriptedHistory(t *testing.T) {
 	wantKind := map[string]string{"rug": "liquidity", "dump": "drawdown", "alive": ""}
 	for _, lt := range c.Dex.Tokens {
 		col, found := snap.Collapses[lt.Token]
-		if col.Kind != wantKind[lt.Fate] || found != (lt.Fate != "alive") || (found && (col.Pool != lt.Pair || col.Block == 0)) {
+		if col.Kind != wantKind[lt.Fate] || found != (lt.Fate != "alive") || (found && (col.Pool != lt.Pair.Hex() || col.Venue != whales.UniswapV2 || col.Block == 0)) {
 			t.Errorf("%s (%s): collapse %+v", lt.Name, lt.Fate, col)
 		}
 	}

@@ -897,12 +897,15 @@ func (x *RoleHolding) GetSource() string {
 // A collapse of a token's pool seen by the whale scan.
 type PoolCollapse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Pool address.
+	// Pool address, or a Uniswap V4 pool's id in its PoolManager (32 bytes).
 	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
 	// "liquidity" (liquidity pulled) or "drawdown" (price crash from its peak).
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Block of the collapsing transaction.
-	Block         uint32 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	Block uint32 `protobuf:"varint,3,opt,name=block,proto3" json:"block,omitempty"`
+	// The pool's venue, as --dex-factories names it: "v2", "v3", "v4",
+	// "aerodrome", "slipstream" or "pancakev3".
+	Venue         string `protobuf:"bytes,4,opt,name=venue,proto3" json:"venue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -956,6 +959,13 @@ func (x *PoolCollapse) GetBlock() uint32 {
 		return x.Block
 	}
 	return 0
+}
+
+func (x *PoolCollapse) GetVenue() string {
+	if x != nil {
+		return x.Venue
+	}
+	return ""
 }
 
 // A class of capability and the dispatcher selectors that revealed it.
@@ -1990,11 +2000,12 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
 	"\x04held\x18\x03 \x01(\bR\x04held\x126\n" +
 	"\amembers\x18\x04 \x01(\v2\x1c.google.protobuf.UInt32ValueR\amembers\x12\x16\n" +
-	"\x06source\x18\x05 \x01(\tR\x06source\"L\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"b\n" +
 	"\fPoolCollapse\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
-	"\x05block\x18\x03 \x01(\rR\x05block\"\x96\x01\n" +
+	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
+	"\x05venue\x18\x04 \x01(\tR\x05venue\"\x96\x01\n" +
 	"\n" +
 	"Capability\x122\n" +
 	"\x05class\x18\x01 \x01(\x0e2\x1c.tollgate.v1.CapabilityClassR\x05class\x12\x1c\n" +
