@@ -31,16 +31,25 @@ type Factory struct {
 	Kind    Kind
 }
 
-// Base mainnet defaults: the factories and quote assets of the scan.
+// Base mainnet defaults: the venues and quote assets of the scan, each
+// with its source in docs/rules.md ("Venues", "Quote assets").
 var (
 	BaseFactories = []Factory{
 		{common.HexToAddress("0x8909Dc15e40173Ff4699343b6eB8132c65e18eC6"), UniswapV2},
 		{common.HexToAddress("0x33128a8fC17869897dcE68Ed026d694621f6FDfD"), UniswapV3},
+		{common.HexToAddress("0x498581fF718922c3f8e6A244956aF099B2652b2b"), UniswapV4},
 		{common.HexToAddress("0x420DD381b31aEf6683db6B902084cB0FFECe40Da"), Aerodrome},
+		{common.HexToAddress("0x5e7BB104d84c7CB9B682AaC2F3d509f5F406809A"), Slipstream},
+		{common.HexToAddress("0xaDe65c38CD4849aDBA595a4323a8C7DdfE89716a"), Slipstream},
+		{common.HexToAddress("0x0BFbCF9fa4f9C56B0F40a671Ad40E0805A091865"), PancakeV3},
 	}
 	BaseQuotes = []common.Address{
-		common.HexToAddress("0x4200000000000000000000000000000000000006"), // WETH
+		common.HexToAddress("0x4200000000000000000000000000000000000006"), // WETH (native ETH, 0x0, is always a quote)
 		common.HexToAddress("0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"), // USDC
+		common.HexToAddress("0x0b3e328455c4059EEb9e3f84b5543F74E24e7E1b"), // VIRTUAL (Virtuals agent tokens)
+		common.HexToAddress("0x1111111111166b7FE7bd91427724B487980aFc69"), // ZORA (Zora creator coins)
+		common.HexToAddress("0x000000000D564D5be76f7f0d28fE52605afC7Cf8"), // flETH (Flaunch)
+		common.HexToAddress("0xcbB7C0000aB88B473b1f5aFd9ef808440eed33Bf"), // cbBTC (a major: its pools with WETH or USDC are no launch)
 	}
 )
 
