@@ -376,6 +376,38 @@ func (c *Chain) Transact(ctx context.Context, from Account, to common.Address, d
 	return c.receipt(ctx, h)
 }
 
+// Deploy deploys the committed artifact name (devnet/artifacts) with
+// constructor args from `from`, as Transact sends a call, and returns its
+// address and ABI: for tests that deploy contracts the devnet's history
+// does not, e.g. a venue's genuine factory and routers.
+func (c *Chain) Deploy(ctx context.Context, from Account, name string, args ...any) (common.Address, abi.ABI, error) {
+	art, parsed, err := LoadArtifact(name)
+	if err != nil {
+		return common.Address{}, parsed, err
+	}
+	ctor, err := parsed.Pack("", args...)
+	if err != nil {
+		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	data := append(common.FromHex(art.Bytecode), ctor...)
+	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from.Address, Data: data})
+	if err != nil {
+		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	h, err := c.submit(ctx, from, nil, data, gas*12/10)
+	if err != nil {
+		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	rcpt, err := c.receipt(ctx, h)
+	if err != nil {
+		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	if rcpt.Status != types.ReceiptStatusSuccessful {
+		return common.Address{}, parsed, fmt.Errorf("%s: deployment reverted", name)
+	}
+	return rcpt.ContractAddress, parsed, nil
+}
+
 // submit signs and sends one transaction with the sender's next nonce and
 // waits until the pool counts it as pending, which it does asynchronously,
 // so that the next submit from the same sender takes the next nonce.

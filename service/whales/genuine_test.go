@@ -1,0 +1,349 @@
+package whales_test
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"slices"
+	"testing"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/rpc"
+
+	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/devnet/devnettest"
+	"github.com/tollgate/tollgate/service/whales"
+)
+
+// The genuine-venue tests deploy each venue's real contracts from their
+// npm builds (devnet/contracts/prebuilt.txt) on a devnet, script the same
+// four launches through the venue's own routers, scan them and check the
+// collapses and the exact ranking docs/rules.md implies:
+//
+//   - RUG: the deployer pulls all its liquidity after the smart and lucky
+//     traders sold; DUMP: the deployer sells 800,000,000 tokens into the
+//     pool after the smart trader sold; TRIM: the deployer removes 10 % of
+//     its liquidity (no collapse); LIVE: nothing happens.
+//   - Every launch is seeded with 100,000,000 tokens against 20 WETH over
+//     the full tick range; every buy is 1 WETH; a sale sells the whole bag.
+//
+// Scores (smart entries + 2 × dodged − caught): smart 4 + 2·2 = 8, lucky
+// 2 + 2 − 1 = 3, holder 4 − 2 = 2; crowd #10, #11, #13, #14 early twice
+// and caught once (1), #15 early once (1), #12 early once and caught once
+// (0, not listed); late never early and caught twice (−2, not listed).
+
+// genuineLaunches are the scripted launches; who are devnet accounts.
+var genuineLaunches = []struct {
+	symbol, fate string
+	buyers       []int
+	sellers      []int // after the buys, before the fate
+}{
+	{"RUG", "rug", []int{devnet.SmartTrader, devnet.HolderTrader, devnet.LuckyTrader, 10, 11, devnet.LateTrader, 12},
+		[]int{devnet.SmartTrader, devnet.LuckyTrader}},
+	{"DUMP", "dump", []int{devnet.SmartTrader, devnet.HolderTrader, devnet.LuckyTrader, 13, 14, devnet.LateTrader},
+		[]int{devnet.SmartTrader}},
+	{"TRIM", "trim", []int{devnet.SmartTrader, devnet.HolderTrader, 13, 14, 15, devnet.LateTrader}, nil},
+	{"LIVE", "live", []int{devnet.SmartTrader, devnet.HolderTrader, 10, 11, 12, devnet.LateTrader}, nil},
+}
+
+// genuineRanking is the listed ranking: account and score, best first
+// (ties by smart entries, then dodge rate, then address).
+var genuineRanking = []struct {
+	account int
+	score   float64
+}{{devnet.SmartTrader, 8}, {devnet.LuckyTrader, 3}, {devnet.HolderTrader, 2}}
+
+// genuineTail are the accounts listed after them, each with score 1, in
+// an order the rules leave to the addresses among equal entries.
+var genuineTail = []int{10, 11, 13, 14, 15}
+
+// venueDriver scripts one venue's launches through its own contracts.
+type venueDriver interface {
+	// factory is what --dex-factories names.
+	factory() whales.Factory
+	// launch creates token's pool against WETH at 5,000,000 tokens per
+	// WETH and seeds it; pool is how collapses name it.
+	launch(token common.Address) (pool string)
+	// swap sells amount of in for out, paid by and paid to who.
+	swap(who devnet.Account, in, out common.Address, amount *big.Int)
+	// remove takes fraction (0..1] of the deployer's liquidity of token.
+	remove(token common.Address, fraction float64)
+}
+
+// chainRun is a devnet with the calls a driver needs.
+type chainRun struct {
+	t        *testing.T
+	ctx      context.Context
+	c        *devnet.Chain
+	client   *ethclient.Client
+	deployer devnet.Account
+	weth     common.Address
+	erc20    abi.ABI
+}
+
+func newChainRun(t *testing.T) *chainRun {
+	c, client := devnettest.Start(t)
+	_, erc20, err := devnet.LoadArtifact("LaunchToken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &chainRun{t: t, ctx: context.Background(), c: c, client: client, deployer: c.Account(devnet.ScenarioAccount), weth: c.Dex.WETH, erc20: erc20}
+}
+
+func (r *chainRun) deploy(name string, args ...any) (common.Address, abi.ABI) {
+	r.t.Helper()
+	addr, parsed, err := r.c.Deploy(r.ctx, r.deployer, name, args...)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return addr, parsed
+}
+
+// send calls method on to from `from` and fails the test if it reverts.
+func (r *chainRun) send(from devnet.Account, to common.Address, parsed abi.ABI, method string, args ...any) *types.Receipt {
+	r.t.Helper()
+	data, err := parsed.Pack(method, args...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", method, err)
+	}
+	rcpt, err := r.c.Transact(r.ctx, from, to, data)
+	if err != nil || rcpt.Status != types.ReceiptStatusSuccessful {
+		r.t.Fatalf("%s: %v (receipt %+v)", method, err, rcpt)
+	}
+	return rcpt
+}
+
+// view reads method on to.
+func (r *chainRun) view(to common.Address, parsed abi.ABI, method string, args ...any) []any {
+	r.t.Helper()
+	data, err := parsed.Pack(method, args...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", method, err)
+	}
+	out, err := r.client.CallContract(r.ctx, ethereum.CallMsg{To: &to, Data: data}, nil)
+	if err != nil {
+		r.t.Fatalf("%s: %v", method, err)
+	}
+	vals, err := parsed.Unpack(method, out)
+	if err != nil {
+		r.t.Fatalf("%s: %v", method, err)
+	}
+	return vals
+}
+
+func (r *chainRun) approve(who devnet.Account, token, spender common.Address, amount *big.Int) {
+	r.send(who, token, r.erc20, "approve", spender, amount)
+}
+
+func (r *chainRun) balance(token, who common.Address) *big.Int {
+	return r.view(token, r.erc20, "balanceOf", who)[0].(*big.Int)
+}
+
+func ether(n int64) *big.Int { return new(big.Int).Mul(big.NewInt(n), big.NewInt(1e18)) }
+
+// farDeadline is a deadline no devnet block reaches.
+var farDeadline = new(big.Int).Lsh(big.NewInt(1), 40)
+
+// sqrtPriceX96 is the Q64.96 square root of token1-per-token0 for a pool
+// of token and weth at 5,000,000 tokens per WETH.
+func sqrtPriceX96(token, weth common.Address) *big.Int {
+	price := new(big.Float).SetPrec(256).SetInt64(5_000_000) // token1 (token) per token0 (weth)
+	if token.Cmp(weth) < 0 {
+		price.Quo(big.NewFloat(1).SetPrec(256), price) // token0 is the token: weth per token
+	}
+	sqrt := new(big.Float).SetPrec(256).Sqrt(price)
+	out, _ := sqrt.Mul(sqrt, new(big.Float).SetInt(new(big.Int).Lsh(big.NewInt(1), 96))).Int(nil)
+	return out
+}
+
+// order returns a and b as (token0, token1).
+func order(a, b common.Address) (common.Address, common.Address) {
+	if a.Cmp(b) < 0 {
+		return a, b
+	}
+	return b, a
+}
+
+// runGenuine scripts the launches through d and checks the scan of them.
+func runGenuine(t *testing.T, r *chainRun, d venueDriver) {
+	pools := map[common.Address]string{}
+	fates := map[common.Address]string{}
+	for _, l := range genuineLaunches {
+		token, _ := r.deploy("LaunchToken", "Genuine "+l.symbol, l.symbol, ether(1_000_000_000))
+		pools[token], fates[token] = d.launch(token), l.fate
+		for _, who := range l.buyers {
+			d.swap(r.c.Account(who), r.weth, token, ether(1))
+		}
+		for _, who := range l.sellers {
+			a := r.c.Account(who)
+			d.swap(a, token, r.weth, r.balance(token, a.Address))
+		}
+		switch l.fate {
+		case "rug":
+			d.remove(token, 1)
+		case "trim":
+			d.remove(token, 0.1)
+		case "dump":
+			d.swap(r.deployer, token, r.weth, ether(800_000_000))
+		}
+	}
+
+	rpcc, err := rpc.Dial(r.c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rpcc.Close()
+	cfg := whales.DefaultConfig()
+	cfg.Factories = []whales.Factory{d.factory()}
+	cfg.Quotes = []common.Address{r.weth}
+	cfg.Confirmations = 0
+	s, err := whales.New(rpcc, cfg, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Scan(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	if snap == nil || snap.TokensScanned != len(genuineLaunches) {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	want := map[string]string{"rug": "liquidity", "dump": "drawdown"}
+	for token, fate := range fates {
+		col, found := snap.Collapses[token]
+		if found != (want[fate] != "") || col.Kind != want[fate] || (found && (col.Pool != pools[token] || col.Venue != d.factory().Kind || col.Block == 0)) {
+			t.Errorf("%s launch: collapse %+v (found %v), want %q in pool %s", fate, col, found, want[fate], pools[token])
+		}
+	}
+	var got []string
+	for _, w := range snap.Wallets {
+		got = append(got, fmt.Sprintf("%s:%g", w.Address.Hex(), w.Score))
+	}
+	var head []string
+	for _, w := range genuineRanking {
+		head = append(head, fmt.Sprintf("%s:%g", r.c.Account(w.account).Address.Hex(), w.score))
+	}
+	var tail []string
+	for _, i := range genuineTail {
+		tail = append(tail, fmt.Sprintf("%s:1", r.c.Account(i).Address.Hex()))
+	}
+	if len(got) != len(head)+len(tail) || !slices.Equal(got[:len(head)], head) || !sameSet(got[len(head):], tail) {
+		t.Errorf("ranking\n%v\nwant\n%v then %v in any order", got, head, tail)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestGenuineVenues runs the scripted launches on each venue's genuine
+// contracts.
+func TestGenuineVenues(t *testing.T) {
+	t.Parallel()
+	for _, v := range []struct {
+		name string
+		new  func(r *chainRun) venueDriver
+	}{
+		{"uniswap v3", newUniswapV3},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			r := newChainRun(t)
+			runGenuine(t, r, v.new(r))
+		})
+	}
+}
+
+// uniswapV3 drives Uniswap V3: the v3-core factory, the v3-periphery
+// SwapRouter and NonfungiblePositionManager, a full-range position of the
+// deployer per pool.
+type uniswapV3 struct {
+	r                    *chainRun
+	factoryAddr          common.Address
+	factoryABI           abi.ABI
+	router, positions    common.Address
+	routerABI, positsABI abi.ABI
+	tokenIDs             map[common.Address]*big.Int
+}
+
+const v3Fee = 3000
+
+func newUniswapV3(r *chainRun) venueDriver {
+	u := &uniswapV3{r: r, tokenIDs: map[common.Address]*big.Int{}}
+	u.factoryAddr, u.factoryABI = r.deploy("UniswapV3Factory")
+	u.router, u.routerABI = r.deploy("SwapRouter", u.factoryAddr, r.weth)
+	// The position manager's token descriptor only renders NFT metadata.
+	u.positions, u.positsABI = r.deploy("NonfungiblePositionManager", u.factoryAddr, r.weth, common.Address{})
+	return u
+}
+
+func (u *uniswapV3) factory() whales.Factory {
+	return whales.Factory{Address: u.factoryAddr, Kind: whales.UniswapV3}
+}
+
+func (u *uniswapV3) launch(token common.Address) string {
+	r := u.r
+	t0, t1 := order(token, r.weth)
+	r.send(r.deployer, u.positions, u.positsABI, "createAndInitializePoolIfNecessary", t0, t1, big.NewInt(v3Fee), sqrtPriceX96(token, r.weth))
+	pool := r.view(u.factoryAddr, u.factoryABI, "getPool", t0, t1, big.NewInt(v3Fee))[0].(common.Address)
+	seedToken, seedWETH := ether(100_000_000), ether(20)
+	r.approve(r.deployer, token, u.positions, seedToken)
+	r.approve(r.deployer, r.weth, u.positions, seedWETH)
+	a0, a1 := seedWETH, seedToken
+	if t0 == token {
+		a0, a1 = seedToken, seedWETH
+	}
+	type mintParams struct {
+		Token0, Token1                 common.Address
+		Fee, TickLower, TickUpper      *big.Int
+		Amount0Desired, Amount1Desired *big.Int
+		Amount0Min, Amount1Min         *big.Int
+		Recipient                      common.Address
+		Deadline                       *big.Int
+	}
+	r.send(r.deployer, u.positions, u.positsABI, "mint", mintParams{t0, t1, big.NewInt(v3Fee), big.NewInt(-887220), big.NewInt(887220),
+		a0, a1, new(big.Int), new(big.Int), r.deployer.Address, farDeadline})
+	u.tokenIDs[token] = big.NewInt(int64(len(u.tokenIDs) + 1)) // the position manager numbers positions from 1
+	return pool.Hex()
+}
+
+func (u *uniswapV3) swap(who devnet.Account, in, out common.Address, amount *big.Int) {
+	r := u.r
+	r.approve(who, in, u.router, amount)
+	type exactInputSingle struct {
+		TokenIn, TokenOut common.Address
+		Fee               *big.Int
+		Recipient         common.Address
+		Deadline          *big.Int
+		AmountIn          *big.Int
+		AmountOutMinimum  *big.Int
+		SqrtPriceLimitX96 *big.Int
+	}
+	r.send(who, u.router, u.routerABI, "exactInputSingle", exactInputSingle{in, out, big.NewInt(v3Fee), who.Address, farDeadline, amount, new(big.Int), new(big.Int)})
+}
+
+func (u *uniswapV3) remove(token common.Address, fraction float64) {
+	r := u.r
+	id := u.tokenIDs[token]
+	liquidity := r.view(u.positions, u.positsABI, "positions", id)[7].(*big.Int)
+	take, _ := new(big.Float).Mul(new(big.Float).SetInt(liquidity), big.NewFloat(fraction)).Int(nil)
+	type decrease struct {
+		TokenId, Liquidity, Amount0Min, Amount1Min, Deadline *big.Int
+	}
+	r.send(r.deployer, u.positions, u.positsABI, "decreaseLiquidity", decrease{id, take, new(big.Int), new(big.Int), farDeadline})
+	maxU128 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
+	type collect struct {
+		TokenId    *big.Int
+		Recipient  common.Address
+		Amount0Max *big.Int
+		Amount1Max *big.Int
+	}
+	r.send(r.deployer, u.positions, u.positsABI, "collect", collect{id, r.deployer.Address, maxU128, maxU128})
+}
