@@ -381,15 +381,10 @@ func (c *Chain) Transact(ctx context.Context, from Account, to common.Address, d
 // address and ABI: for tests that deploy contracts the devnet's history
 // does not, e.g. a venue's genuine factory and routers.
 func (c *Chain) Deploy(ctx context.Context, from Account, name string, args ...any) (common.Address, abi.ABI, error) {
-	art, parsed, err := LoadArtifact(name)
+	data, parsed, err := creation(name, args...)
 	if err != nil {
 		return common.Address{}, parsed, err
 	}
-	ctor, err := parsed.Pack("", args...)
-	if err != nil {
-		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
-	}
-	data := append(common.FromHex(art.Bytecode), ctor...)
 	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from.Address, Data: data})
 	if err != nil {
 		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
@@ -509,19 +504,28 @@ func (c *Chain) Banner(publicURL string) string {
 
 // deploy deploys the artifact name with constructor args from a.
 func (c *Chain) deploy(ctx context.Context, a Account, name string, args ...any) (common.Address, abi.ABI, error) {
-	art, parsed, err := LoadArtifact(name)
+	data, parsed, err := creation(name, args...)
 	if err != nil {
 		return common.Address{}, parsed, err
 	}
-	ctor, err := parsed.Pack("", args...)
-	if err != nil {
-		return common.Address{}, parsed, err
-	}
-	rcpt, err := c.send(ctx, a, nil, append(common.FromHex(art.Bytecode), ctor...))
+	rcpt, err := c.send(ctx, a, nil, data)
 	if err != nil {
 		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
 	}
 	return rcpt.ContractAddress, parsed, nil
+}
+
+// creation is the deployment data of artifact name with constructor args.
+func creation(name string, args ...any) ([]byte, abi.ABI, error) {
+	art, parsed, err := LoadArtifact(name)
+	if err != nil {
+		return nil, parsed, err
+	}
+	ctor, err := parsed.Pack("", args...)
+	if err != nil {
+		return nil, parsed, fmt.Errorf("%s: %w", name, err)
+	}
+	return append(common.FromHex(art.Bytecode), ctor...), parsed, nil
 }
 
 // pendingTx is one transaction of a block sent with sendBlock.
