@@ -11,6 +11,7 @@ import (
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
 
@@ -252,6 +253,7 @@ func TestGenuineVenues(t *testing.T) {
 		new  func(r *chainRun) venueDriver
 	}{
 		{"uniswap v3", newUniswapV3},
+		{"uniswap v4", newUniswapV4},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
@@ -346,4 +348,104 @@ func (u *uniswapV3) remove(token common.Address, fraction float64) {
 		Amount1Max *big.Int
 	}
 	r.send(r.deployer, u.positions, u.positsABI, "collect", collect{id, r.deployer.Address, maxU128, maxU128})
+}
+
+// uniswapV4 drives Uniswap V4: the v4-core PoolManager and its test
+// routers (PoolSwapTest, PoolModifyLiquidityTest), which pay and are paid
+// by their caller through the PoolManager; pools without a hook, the
+// deployer's liquidity one full-range position per pool.
+type uniswapV4 struct {
+	r                     *chainRun
+	manager               common.Address
+	managerABI            abi.ABI
+	swapper, liquidity    common.Address
+	swapperABI, liquidABI abi.ABI
+	modify                string // the name go-ethereum gives modifyLiquidity(key, params, hookData), an overload
+	keys                  map[common.Address]poolKey
+	seeded                map[common.Address]*big.Int // liquidity of the deployer's position
+}
+
+// poolKey is V4's PoolKey.
+type poolKey struct {
+	Currency0, Currency1 common.Address
+	Fee, TickSpacing     *big.Int
+	Hooks                common.Address
+}
+
+// id is the pool's id: keccak256(abi.encode(key)).
+func (k poolKey) id() common.Hash {
+	word := func(b []byte) []byte { return common.LeftPadBytes(b, 32) }
+	return crypto.Keccak256Hash(word(k.Currency0[:]), word(k.Currency1[:]), word(k.Fee.Bytes()), word(k.TickSpacing.Bytes()), word(k.Hooks[:]))
+}
+
+type modifyParams struct {
+	TickLower, TickUpper, LiquidityDelta *big.Int
+	Salt                                 [32]byte
+}
+
+var (
+	v4MinSqrtPrice    = big.NewInt(4295128739)
+	v4MaxSqrtPrice, _ = new(big.Int).SetString("1461446703485210103287273052203988822378723970342", 10)
+)
+
+func newUniswapV4(r *chainRun) venueDriver {
+	u := &uniswapV4{r: r, keys: map[common.Address]poolKey{}, seeded: map[common.Address]*big.Int{}}
+	u.manager, u.managerABI = r.deploy("PoolManager", r.deployer.Address)
+	u.swapper, u.swapperABI = r.deploy("PoolSwapTest", u.manager)
+	u.liquidity, u.liquidABI = r.deploy("PoolModifyLiquidityTest", u.manager)
+	for name, m := range u.liquidABI.Methods {
+		if m.RawName == "modifyLiquidity" && len(m.Inputs) == 3 {
+			u.modify = name
+		}
+	}
+	return u
+}
+
+func (u *uniswapV4) factory() whales.Factory {
+	return whales.Factory{Address: u.manager, Kind: whales.UniswapV4}
+}
+
+func (u *uniswapV4) launch(token common.Address) string {
+	r := u.r
+	t0, t1 := order(token, r.weth)
+	key := poolKey{Currency0: t0, Currency1: t1, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60)}
+	u.keys[token] = key
+	r.send(r.deployer, u.manager, u.managerABI, "initialize", key, sqrtPriceX96(token, r.weth))
+	// Full range, liquidity sqrt(tokens · weth): 100,000,000 tokens
+	// against 20 WETH at the pool's price.
+	L := new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
+	r.approve(r.deployer, token, u.liquidity, ether(200_000_000))
+	r.approve(r.deployer, r.weth, u.liquidity, ether(40))
+	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, key, modifyParams{big.NewInt(-887220), big.NewInt(887220), L, [32]byte{}}, []byte{})
+	u.seeded[token] = L
+	return key.id().Hex()
+}
+
+func (u *uniswapV4) swap(who devnet.Account, in, out common.Address, amount *big.Int) {
+	r := u.r
+	token := in
+	if in == r.weth {
+		token = out
+	}
+	key := u.keys[token]
+	r.approve(who, in, u.swapper, amount)
+	zeroForOne := in == key.Currency0
+	limit := new(big.Int).Add(v4MinSqrtPrice, big.NewInt(1))
+	if !zeroForOne {
+		limit = new(big.Int).Sub(v4MaxSqrtPrice, big.NewInt(1))
+	}
+	type swapParams struct {
+		ZeroForOne        bool
+		AmountSpecified   *big.Int
+		SqrtPriceLimitX96 *big.Int
+	}
+	type testSettings struct{ TakeClaims, SettleUsingBurn bool }
+	r.send(who, u.swapper, u.swapperABI, "swap", key, swapParams{zeroForOne, new(big.Int).Neg(amount), limit}, testSettings{}, []byte{})
+}
+
+func (u *uniswapV4) remove(token common.Address, fraction float64) {
+	r := u.r
+	take, _ := new(big.Float).Mul(new(big.Float).SetInt(u.seeded[token]), big.NewFloat(fraction)).Int(nil)
+	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, u.keys[token],
+		modifyParams{big.NewInt(-887220), big.NewInt(887220), new(big.Int).Neg(take), [32]byte{}}, []byte{})
 }
