@@ -254,6 +254,7 @@ func TestGenuineVenues(t *testing.T) {
 	}{
 		{"uniswap v3", newUniswapV3},
 		{"uniswap v4", newUniswapV4},
+		{"pancakeswap v3", newPancakeV3},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
@@ -448,4 +449,78 @@ func (u *uniswapV4) remove(token common.Address, fraction float64) {
 	take, _ := new(big.Float).Mul(new(big.Float).SetInt(u.seeded[token]), big.NewFloat(fraction)).Int(nil)
 	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, u.keys[token],
 		modifyParams{big.NewInt(-887220), big.NewInt(887220), new(big.Int).Neg(take), [32]byte{}}, []byte{})
+}
+
+// pancakeV3 drives PancakeSwap V3: its v3-core factory and pool from the
+// npm build; the PoolDeployer and a router, which the build does not
+// ship, are the devnet's stand-ins (devnet/contracts/CLHarness.sol) that
+// deploy the shipped pool code and pay it from the caller, as
+// PancakeSwap's own do.
+type pancakeV3 struct {
+	r                     *chainRun
+	factoryAddr, router   common.Address
+	factoryABI, routerABI abi.ABI
+	poolABI               abi.ABI
+	pools                 map[common.Address]common.Address
+	seeded                map[common.Address]*big.Int
+}
+
+// pancakeFee is the 0.25 % tier, tick spacing 50.
+const pancakeFee, pancakeRange = 2500, 887250
+
+func newPancakeV3(r *chainRun) venueDriver {
+	u := &pancakeV3{r: r, pools: map[common.Address]common.Address{}, seeded: map[common.Address]*big.Int{}}
+	poolArt, poolABI, err := devnet.LoadArtifact("PancakeV3Pool")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	u.poolABI = poolABI
+	code, _ := r.deploy("CodeHolder", common.FromHex(poolArt.Bytecode))
+	deployer, deployerABI := r.deploy("PancakeDeployer", code)
+	u.factoryAddr, u.factoryABI = r.deploy("PancakeV3Factory", deployer)
+	r.send(r.deployer, deployer, deployerABI, "setFactoryAddress", u.factoryAddr)
+	u.router, u.routerABI = r.deploy("CLRouter")
+	return u
+}
+
+func (u *pancakeV3) factory() whales.Factory {
+	return whales.Factory{Address: u.factoryAddr, Kind: whales.PancakeV3}
+}
+
+func (u *pancakeV3) launch(token common.Address) string {
+	r := u.r
+	r.send(r.deployer, u.factoryAddr, u.factoryABI, "createPool", token, r.weth, big.NewInt(pancakeFee))
+	t0, t1 := order(token, r.weth)
+	pool := r.view(u.factoryAddr, u.factoryABI, "getPool", t0, t1, big.NewInt(pancakeFee))[0].(common.Address)
+	r.send(r.deployer, pool, u.poolABI, "initialize", sqrtPriceX96(token, r.weth))
+	L := new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
+	r.approve(r.deployer, token, u.router, ether(200_000_000))
+	r.approve(r.deployer, r.weth, u.router, ether(40))
+	r.send(r.deployer, u.router, u.routerABI, "mint", pool, big.NewInt(-pancakeRange), big.NewInt(pancakeRange), L)
+	u.pools[token], u.seeded[token] = pool, L
+	return pool.Hex()
+}
+
+func (u *pancakeV3) swap(who devnet.Account, in, out common.Address, amount *big.Int) {
+	r := u.r
+	token := in
+	if in == r.weth {
+		token = out
+	}
+	r.approve(who, in, u.router, amount)
+	zeroForOne := in.Cmp(out) < 0
+	limit := new(big.Int).Add(v4MinSqrtPrice, big.NewInt(1)) // V3's bounds are V4's
+	if !zeroForOne {
+		limit = new(big.Int).Sub(v4MaxSqrtPrice, big.NewInt(1))
+	}
+	r.send(who, u.router, u.routerABI, "swap", u.pools[token], zeroForOne, amount, limit)
+}
+
+func (u *pancakeV3) remove(token common.Address, fraction float64) {
+	r := u.r
+	take, _ := new(big.Float).Mul(new(big.Float).SetInt(u.seeded[token]), big.NewFloat(fraction)).Int(nil)
+	pool := u.pools[token]
+	r.send(r.deployer, pool, u.poolABI, "burn", big.NewInt(-pancakeRange), big.NewInt(pancakeRange), take)
+	maxU128 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
+	r.send(r.deployer, pool, u.poolABI, "collect", r.deployer.Address, big.NewInt(-pancakeRange), big.NewInt(pancakeRange), maxU128, maxU128)
 }
