@@ -3,6 +3,7 @@ package whales
 import (
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -221,5 +222,31 @@ func TestLiquidityAmounts(t *testing.T) {
 	}
 	if a0, a1 = liquidityAmounts(L, 0.5, 0, upper); !near(a0, 1e18*(sb-1)/sb) || a1.Sign() != 0 {
 		t.Errorf("below the range: %s token0, %s token1", a0, a1)
+	}
+}
+
+// TestParseFactory: --dex-factories takes kind:address for every venue
+// kind and refuses an unknown kind or a malformed address, naming it.
+func TestParseFactory(t *testing.T) {
+	t.Parallel()
+	addr := "0x498581fF718922c3f8e6A244956aF099B2652b2b"
+	for _, k := range Kinds() {
+		f, err := ParseFactory(string(k) + ":" + addr)
+		if err != nil || f.Kind != k || f.Address != common.HexToAddress(addr) {
+			t.Errorf("%s: %+v %v", k, f, err)
+		}
+	}
+	for _, tc := range []struct{ in, mention string }{
+		{"uniswap:" + addr, `unknown kind "uniswap"`},
+		{addr, "want kind:address"},
+		{"v4:" + addr[2:], "is not a 0x-prefixed"},
+		{"v4:" + addr[:41], "is not a 0x-prefixed"},
+		{"v4:0x1", "is not a 0x-prefixed"},
+		{"slipstream:" + addr[:41] + "z", "is not a 0x-prefixed"},
+	} {
+		_, err := ParseFactory(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: %v, want an error mentioning %q", tc.in, err, tc.mention)
+		}
 	}
 }
