@@ -52,26 +52,27 @@ type engine struct {
 	types *strings.Replacer
 }
 
+// addToTotals ends PostgreSQL's inserts of one charge into its shard of
+// charge_totals: a row there already adds the charge (numeric arithmetic,
+// any size).
+const addToTotals = `
+	ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
+		amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`
+
 var (
 	sqlite   = engine{name: "sqlite", types: strings.NewReplacer()}
 	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`,
 		saveCharged: `WITH channel AS (` + upsertChannel + `),
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
 				VALUES ($29, $30, $31, $32, $33, $34, $35, $36, $37))
-			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($31, $38, 1, $36)
-			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
-				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
+			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($31, $38, 1, $36)` + addToTotals,
 		casCharged: `WITH channel AS (` + casChannel + ` RETURNING id),
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
 				SELECT $31::text, $32::text, $33::text, $34::text, $35::text, $36::text, $37::text, $38::text, $39::text FROM channel),
-			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $33::text, $40::bigint, 1, $38::text FROM channel
-				ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
-					amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text)
+			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $33::text, $40::bigint, 1, $38::text FROM channel` + addToTotals + `)
 			SELECT 1 FROM channel`,
-		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)
-			ON CONFLICT (operation, shard) DO UPDATE SET count = charge_totals.count + 1,
-				amount = (charge_totals.amount::numeric + excluded.amount::numeric)::text`,
-		types: strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
+		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)` + addToTotals,
+		types:     strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}
 )
 
 // ddl returns a migration statement in the engine's types.

@@ -58,10 +58,9 @@ func (r *recent) put(c Channel, now time.Time) {
 		return
 	}
 	r.mu.Lock()
-	skipping := now.Before(r.m[c.ID].skipUntil)
-	r.mu.Unlock()
-	if !skipping {
-		r.set(c.ID, recentCopy{c: c})
+	defer r.mu.Unlock()
+	if !now.Before(r.m[c.ID].skipUntil) {
+		r.setLocked(c.ID, recentCopy{c: c})
 	}
 }
 
@@ -82,6 +81,11 @@ func (r *recent) drop(id common.Hash) {
 func (r *recent) set(id common.Hash, e recentCopy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.setLocked(id, e)
+}
+
+// setLocked is set with r.mu held.
+func (r *recent) setLocked(id common.Hash, e recentCopy) {
 	if r.m == nil {
 		r.m = make(map[common.Hash]recentCopy)
 	}

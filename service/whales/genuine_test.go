@@ -140,7 +140,7 @@ func (r *chainRun) view(to common.Address, parsed abi.ABI, method string, args .
 
 // approve lets spender take who's token, once for all amounts (a
 // transaction less per trade: the devnet seals a block a second).
-func (r *chainRun) approve(who devnet.Account, token, spender common.Address, _ *big.Int) {
+func (r *chainRun) approve(who devnet.Account, token, spender common.Address) {
 	key := [3]common.Address{who.Address, token, spender}
 	if r.approved[key] {
 		return
@@ -154,6 +154,20 @@ func (r *chainRun) balance(token, who common.Address) *big.Int {
 }
 
 func ether(n int64) *big.Int { return new(big.Int).Mul(big.NewInt(n), big.NewInt(1e18)) }
+
+// share is fraction of x, rounded down.
+func share(x *big.Int, fraction float64) *big.Int {
+	out, _ := new(big.Float).Mul(new(big.Float).SetInt(x), big.NewFloat(fraction)).Int(nil)
+	return out
+}
+
+// seedLiquidity is the full-range liquidity of 100,000,000 tokens
+// against 20 WETH: sqrt(tokens · weth).
+func seedLiquidity() *big.Int {
+	return new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
+}
+
+var maxUint128 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
 
 // farDeadline is a deadline no devnet block reaches.
 var farDeadline = new(big.Int).Lsh(big.NewInt(1), 40)
@@ -306,8 +320,8 @@ func (u *uniswapV3) launch(token common.Address) string {
 	r.send(r.deployer, u.positions, u.positsABI, "createAndInitializePoolIfNecessary", t0, t1, big.NewInt(v3Fee), sqrtPriceX96(token, r.weth))
 	pool := r.view(u.factoryAddr, u.factoryABI, "getPool", t0, t1, big.NewInt(v3Fee))[0].(common.Address)
 	seedToken, seedWETH := ether(100_000_000), ether(20)
-	r.approve(r.deployer, token, u.positions, seedToken)
-	r.approve(r.deployer, r.weth, u.positions, seedWETH)
+	r.approve(r.deployer, token, u.positions)
+	r.approve(r.deployer, r.weth, u.positions)
 	a0, a1 := seedWETH, seedToken
 	if t0 == token {
 		a0, a1 = seedToken, seedWETH
@@ -328,7 +342,7 @@ func (u *uniswapV3) launch(token common.Address) string {
 
 func (u *uniswapV3) swap(who devnet.Account, in, out common.Address, amount *big.Int) {
 	r := u.r
-	r.approve(who, in, u.router, amount)
+	r.approve(who, in, u.router)
 	type exactInputSingle struct {
 		TokenIn, TokenOut common.Address
 		Fee               *big.Int
@@ -345,19 +359,18 @@ func (u *uniswapV3) remove(token common.Address, fraction float64) {
 	r := u.r
 	id := u.tokenIDs[token]
 	liquidity := r.view(u.positions, u.positsABI, "positions", id)[7].(*big.Int)
-	take, _ := new(big.Float).Mul(new(big.Float).SetInt(liquidity), big.NewFloat(fraction)).Int(nil)
+	take := share(liquidity, fraction)
 	type decrease struct {
 		TokenId, Liquidity, Amount0Min, Amount1Min, Deadline *big.Int
 	}
 	r.send(r.deployer, u.positions, u.positsABI, "decreaseLiquidity", decrease{id, take, new(big.Int), new(big.Int), farDeadline})
-	maxU128 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
 	type collect struct {
 		TokenId    *big.Int
 		Recipient  common.Address
 		Amount0Max *big.Int
 		Amount1Max *big.Int
 	}
-	r.send(r.deployer, u.positions, u.positsABI, "collect", collect{id, r.deployer.Address, maxU128, maxU128})
+	r.send(r.deployer, u.positions, u.positsABI, "collect", collect{id, r.deployer.Address, maxUint128, maxUint128})
 }
 
 // uniswapV4 drives Uniswap V4: the v4-core PoolManager and its test
@@ -423,9 +436,9 @@ func (u *uniswapV4) launch(token common.Address) string {
 	r.send(r.deployer, u.manager, u.managerABI, "initialize", key, sqrtPriceX96(token, r.weth))
 	// Full range, liquidity sqrt(tokens · weth): 100,000,000 tokens
 	// against 20 WETH at the pool's price.
-	L := new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
-	r.approve(r.deployer, token, u.liquidity, ether(200_000_000))
-	r.approve(r.deployer, r.weth, u.liquidity, ether(40))
+	L := seedLiquidity()
+	r.approve(r.deployer, token, u.liquidity)
+	r.approve(r.deployer, r.weth, u.liquidity)
 	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, key, modifyParams{big.NewInt(-887220), big.NewInt(887220), L, [32]byte{}}, []byte{})
 	u.seeded[token] = L
 	return key.id().Hex()
@@ -438,7 +451,7 @@ func (u *uniswapV4) swap(who devnet.Account, in, out common.Address, amount *big
 		token = out
 	}
 	key := u.keys[token]
-	r.approve(who, in, u.swapper, amount)
+	r.approve(who, in, u.swapper)
 	zeroForOne := in == key.Currency0
 	limit := new(big.Int).Add(v4MinSqrtPrice, big.NewInt(1))
 	if !zeroForOne {
@@ -455,7 +468,7 @@ func (u *uniswapV4) swap(who devnet.Account, in, out common.Address, amount *big
 
 func (u *uniswapV4) remove(token common.Address, fraction float64) {
 	r := u.r
-	take, _ := new(big.Float).Mul(new(big.Float).SetInt(u.seeded[token]), big.NewFloat(fraction)).Int(nil)
+	take := share(u.seeded[token], fraction)
 	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, u.keys[token],
 		modifyParams{big.NewInt(-887220), big.NewInt(887220), new(big.Int).Neg(take), [32]byte{}}, []byte{})
 }
@@ -502,9 +515,9 @@ func (u *pancakeV3) launch(token common.Address) string {
 	t0, t1 := order(token, r.weth)
 	pool := r.view(u.factoryAddr, u.factoryABI, "getPool", t0, t1, big.NewInt(pancakeFee))[0].(common.Address)
 	r.send(r.deployer, pool, u.poolABI, "initialize", sqrtPriceX96(token, r.weth))
-	L := new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
-	r.approve(r.deployer, token, u.router, ether(200_000_000))
-	r.approve(r.deployer, r.weth, u.router, ether(40))
+	L := seedLiquidity()
+	r.approve(r.deployer, token, u.router)
+	r.approve(r.deployer, r.weth, u.router)
 	r.send(r.deployer, u.router, u.routerABI, "mint", pool, big.NewInt(-pancakeRange), big.NewInt(pancakeRange), L)
 	u.pools[token], u.seeded[token] = pool, L
 	return pool.Hex()
@@ -516,7 +529,7 @@ func (u *pancakeV3) swap(who devnet.Account, in, out common.Address, amount *big
 	if in == r.weth {
 		token = out
 	}
-	r.approve(who, in, u.router, amount)
+	r.approve(who, in, u.router)
 	zeroForOne := in.Cmp(out) < 0
 	limit := new(big.Int).Add(v4MinSqrtPrice, big.NewInt(1)) // V3's bounds are V4's
 	if !zeroForOne {
@@ -527,9 +540,8 @@ func (u *pancakeV3) swap(who devnet.Account, in, out common.Address, amount *big
 
 func (u *pancakeV3) remove(token common.Address, fraction float64) {
 	r := u.r
-	take, _ := new(big.Float).Mul(new(big.Float).SetInt(u.seeded[token]), big.NewFloat(fraction)).Int(nil)
+	take := share(u.seeded[token], fraction)
 	pool := u.pools[token]
 	r.send(r.deployer, pool, u.poolABI, "burn", big.NewInt(-pancakeRange), big.NewInt(pancakeRange), take)
-	maxU128 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
-	r.send(r.deployer, pool, u.poolABI, "collect", r.deployer.Address, big.NewInt(-pancakeRange), big.NewInt(pancakeRange), maxU128, maxU128)
+	r.send(r.deployer, pool, u.poolABI, "collect", r.deployer.Address, big.NewInt(-pancakeRange), big.NewInt(pancakeRange), maxUint128, maxUint128)
 }
