@@ -1,0 +1,441 @@
+package bytecode
+
+import (
+	"github.com/holiman/uint256"
+)
+
+// The path explorer of the effects analysis: one call of the contract,
+// with a given selector and symbolic arguments, followed down every path
+// its branches allow (both sides of a JUMPI whose condition is not
+// decided by constants or by a condition the path already took), with
+// memory at constant offsets and the path's own storage writes tracked.
+// No transaction is simulated: storage the path did not write is a
+// symbol, SLOAD(slot).
+
+// Work bounds of one exploration: past them it stops and is incomplete.
+const (
+	maxPathEnds   = 768     // completed, reverted or cut paths
+	maxPathSteps  = 120_000 // instructions over all paths
+	loopBound     = 3       // forks at one JUMPI on one path
+	maxSha3Words  = 8
+	maxReturnWord = 4
+)
+
+// pathEnd is a finished path: how it ended and what it did.
+type pathEnd struct {
+	ok           bool // STOP, RETURN or SELFDESTRUCT; false: REVERT, INVALID
+	selfdestruct bool
+	// panic: a failed assertion or arithmetic check (INVALID, or a
+	// REVERT of 0x24 bytes at 0: Panic(uint256) since solc 0.8).
+	panic bool
+	ret          []*term // RETURN's words, when at constant offsets
+	conds        []cond
+	writes       []write
+	calls        []callSite
+}
+
+// cond is a branch a path took: base (stripped of ISZEROs and masks)
+// was truth.
+type cond struct {
+	base  *term
+	truth bool
+	pc    int
+}
+
+type write struct {
+	slot, val *term
+	pc        int
+}
+
+// callSite is a CALL, STATICCALL, DELEGATECALL or CALLCODE on a path.
+type callSite struct {
+	op            byte
+	target, value *term
+	pc            int
+}
+
+type memWord struct {
+	off uint64
+	val *term
+}
+
+type pathState struct {
+	pc     int
+	stack  []*term
+	mem    []memWord
+	writes []write
+	conds  []cond
+	calls  []callSite
+}
+
+func (s *pathState) fork() *pathState {
+	return &pathState{pc: s.pc, stack: append([]*term(nil), s.stack...), mem: append([]memWord(nil), s.mem...),
+		writes: append([]write(nil), s.writes...), conds: append([]cond(nil), s.conds...), calls: append([]callSite(nil), s.calls...)}
+}
+
+// explorer runs the paths of one call.
+type explorer struct {
+	code     []byte
+	end      int // the code region: instructions at or past it are not run
+	dests    []bool
+	selector *uint256.Int // calldataload(0), the selector in its top bytes
+	cdsize   uint64
+	fresh    uint64
+	steps    int
+	ends     []pathEnd
+	// incomplete: a bound was reached, or a jump went somewhere the
+	// analysis cannot follow (a computed target).
+	incomplete bool
+}
+
+func newExplorer(code []byte, end int, dests []bool, sel Selector, cdsize uint64) *explorer {
+	word := new(uint256.Int).Lsh(uint256.NewInt(uint64(sel[0])<<24|uint64(sel[1])<<16|uint64(sel[2])<<8|uint64(sel[3])), 224)
+	return &explorer{code: code, end: end, dests: dests, selector: word, cdsize: cdsize}
+}
+
+func (x *explorer) newFresh() *term {
+	x.fresh++
+	return newTerm(tFresh, 0, uint256.NewInt(x.fresh))
+}
+
+// run explores every path from pc 0.
+func (x *explorer) run() {
+	work := []*pathState{{}}
+	for len(work) > 0 {
+		if len(x.ends) >= maxPathEnds || x.steps >= maxPathSteps {
+			x.incomplete = true
+			return
+		}
+		s := work[len(work)-1]
+		work = work[:len(work)-1]
+		if other := x.step(s); other != nil {
+			work = append(work, other)
+		}
+		if s.pc >= 0 {
+			work = append(work, s)
+		}
+	}
+}
+
+func (x *explorer) finish(s *pathState, e pathEnd) {
+	e.conds, e.writes, e.calls = s.conds, s.writes, s.calls
+	x.ends = append(x.ends, e)
+	s.pc = -1
+}
+
+func (x *explorer) cut(s *pathState) {
+	x.incomplete = true
+	s.pc = -1
+}
+
+func (s *pathState) pop() *term {
+	t := s.stack[len(s.stack)-1]
+	s.stack = s.stack[:len(s.stack)-1]
+	return t
+}
+
+func (s *pathState) push(t *term) { s.stack = append(s.stack, t) }
+
+// step runs s until it ends (pc −1) or forks; a fork returns the other
+// branch's state.
+func (x *explorer) step(s *pathState) *pathState {
+	for {
+		if s.pc < 0 || s.pc >= x.end {
+			x.finish(s, pathEnd{ok: true}) // running off the code is STOP
+			return nil
+		}
+		x.steps++
+		if x.steps >= maxPathSteps {
+			x.cut(s)
+			return nil
+		}
+		op := x.code[s.pc]
+		pops, pushes, defined := pathEffect(op)
+		if n := pushSize(op); n > 0 || op == opPUSH0 {
+			var w [32]byte
+			lo := s.pc + 1
+			hi := min(lo+n, len(x.code))
+			copy(w[32-n:], x.code[lo:hi])
+			s.push(constTerm(new(uint256.Int).SetBytes32(w[:])))
+			s.pc += 1 + n
+			continue
+		}
+		switch {
+		case op >= opDUP1 && op <= opDUP16:
+			d := int(op-opDUP1) + 1
+			if len(s.stack) < d {
+				x.finish(s, pathEnd{})
+				return nil
+			}
+			s.push(s.stack[len(s.stack)-d])
+			s.pc++
+			continue
+		case op >= opSWAP1 && op <= opSWAP16:
+			d := int(op-opSWAP1) + 1
+			if len(s.stack) <= d {
+				x.finish(s, pathEnd{})
+				return nil
+			}
+			top := len(s.stack) - 1
+			s.stack[top], s.stack[top-d] = s.stack[top-d], s.stack[top]
+			s.pc++
+			continue
+		}
+		if !defined || len(s.stack) < pops {
+			x.finish(s, pathEnd{panic: op == opINVALID}) // an undefined opcode or a stack underflow halts
+			return nil
+		}
+		args := make([]*term, pops)
+		for i := range args {
+			args[i] = s.pop()
+		}
+		switch op {
+		case opSTOP:
+			x.finish(s, pathEnd{ok: true})
+			return nil
+		case opRETURN:
+			x.finish(s, pathEnd{ok: true, ret: x.readWords(s, args[0], args[1], maxReturnWord)})
+			return nil
+		case opREVERT:
+			x.finish(s, pathEnd{panic: args[0].isConstU64(0) && args[1].isConstU64(0x24)})
+			return nil
+		case opSELFDESTRUCT:
+			x.finish(s, pathEnd{ok: true, selfdestruct: true})
+			return nil
+		case opJUMP:
+			if !x.jumpTo(s, args[0]) {
+				return nil
+			}
+			continue
+		case opJUMPI:
+			return x.branch(s, args[0], args[1])
+		}
+		if pushes == 1 {
+			s.push(x.value(s, op, args))
+		} else {
+			x.sideEffect(s, op, args)
+		}
+		s.pc++
+	}
+}
+
+// pathEffect is effect with the control-flow opcodes flow.go models one
+// by one.
+func pathEffect(op byte) (pop, push int, ok bool) {
+	switch op {
+	case opSTOP:
+		return 0, 0, true
+	case opJUMP, opSELFDESTRUCT:
+		return 1, 0, true
+	case opJUMPI, opRETURN, opREVERT:
+		return 2, 0, true
+	}
+	return effect(op)
+}
+
+// jumpTo moves s to a constant JUMPDEST; anything else ends the path (a
+// constant that is no JUMPDEST fails as the EVM does; a computed target
+// is beyond the analysis, which makes it incomplete).
+func (x *explorer) jumpTo(s *pathState, target *term) bool {
+	if target.op != tConst {
+		x.cut(s)
+		return false
+	}
+	if !target.k.IsUint64() || target.k.Uint64() >= uint64(len(x.dests)) || !x.dests[target.k.Uint64()] {
+		x.finish(s, pathEnd{})
+		return false
+	}
+	s.pc = int(target.k.Uint64())
+	return true
+}
+
+// branch takes a JUMPI: one way when the condition is a constant or a
+// condition the path already took, both ways otherwise (the returned
+// state jumps).
+func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
+	pc := s.pc
+	if condition.op == tConst {
+		if condition.k.IsZero() {
+			s.pc++
+			return nil
+		}
+		x.jumpTo(s, target)
+		return nil
+	}
+	base, neg := strip(condition)
+	visits := 0
+	for _, c := range s.conds {
+		if c.base.hash == base.hash {
+			if c.truth != neg { // condition true: jump
+				x.jumpTo(s, target)
+			} else {
+				s.pc++
+			}
+			return nil
+		}
+		if c.pc == pc {
+			visits++
+		}
+	}
+	if visits >= loopBound {
+		s.pc = -1 // the loop's earlier exits carry on past it
+		return nil
+	}
+	taken := s.fork()
+	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc})
+	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc})
+	s.pc++
+	if !x.jumpTo(taken, target) {
+		return nil
+	}
+	return taken
+}
+
+// value computes an opcode that pushes one word.
+func (x *explorer) value(s *pathState, op byte, args []*term) *term {
+	switch op {
+	case 0x30:
+		return newTerm(tSelf, 0, nil)
+	case 0x32:
+		return newTerm(tOrigin, 0, nil)
+	case 0x33:
+		return newTerm(tCaller, 0, nil)
+	case 0x34:
+		return newTerm(tValue, 0, nil)
+	case 0x42:
+		return newTerm(tTime, 0, nil)
+	case 0x43:
+		return newTerm(tNumber, 0, nil)
+	case 0x36: // CALLDATASIZE
+		return constU64(x.cdsize)
+	case 0x38: // CODESIZE
+		return constU64(uint64(len(x.code)))
+	case opCALLDATALOAD:
+		if args[0].isConstU64(0) {
+			return constTerm(x.selector)
+		}
+		if args[0].op == tConst && args[0].k.IsUint64() {
+			return newTerm(tCalldata, 0, &args[0].k)
+		}
+		return newTerm(tOp, op, nil, args...)
+	case opMLOAD:
+		if off, ok := constOffset(args[0]); ok {
+			for i := len(s.mem) - 1; i >= 0; i-- {
+				if s.mem[i].off == off {
+					return s.mem[i].val
+				}
+			}
+			return newTerm(tOp, opMLOAD, nil, args[0])
+		}
+		return x.newFresh()
+	case opSLOAD:
+		for i := len(s.writes) - 1; i >= 0; i-- {
+			if s.writes[i].slot.hash == args[0].hash {
+				return s.writes[i].val
+			}
+		}
+		return newTerm(tSload, 0, nil, args[0])
+	case 0x20: // KECCAK256
+		if words := x.readWords(s, args[0], args[1], maxSha3Words); words != nil {
+			return sha3(words)
+		}
+		return x.newFresh()
+	case 0xf1, 0xf2, 0xf4, 0xfa: // CALL, CALLCODE, DELEGATECALL, STATICCALL
+		c := callSite{op: op, target: args[1], pc: s.pc}
+		retOff, retLen := args[4], args[5]
+		if op == 0xf1 || op == 0xf2 {
+			c.value, retOff, retLen = args[2], args[5], args[6]
+		}
+		s.calls = append(s.calls, c)
+		x.clobber(s, retOff, retLen)
+		return x.newFresh()
+	case 0x31, 0x3b, 0x3f, 0x47: // BALANCE, EXTCODESIZE, EXTCODEHASH, SELFBALANCE
+		return newTerm(tOp, op, nil, args...)
+	case 0x58: // PC
+		return constU64(uint64(s.pc))
+	}
+	if op <= 0x1d || op == 0x0a || op == 0x0b {
+		return apply(op, args...)
+	}
+	return x.newFresh() // GAS, RETURNDATASIZE, CREATE, the block's other fields, TLOAD, ...
+}
+
+// sideEffect runs an opcode that pushes nothing.
+func (x *explorer) sideEffect(s *pathState, op byte, args []*term) {
+	switch op {
+	case 0x52: // MSTORE
+		off, ok := constOffset(args[0])
+		if !ok {
+			x.clobber(s, args[0], constU64(32))
+			return
+		}
+		x.forget(s, off, 32)
+		s.mem = append(s.mem, memWord{off: off, val: args[1]})
+	case 0x53: // MSTORE8
+		x.clobber(s, args[0], constU64(1))
+	case 0x55: // SSTORE
+		s.writes = append(s.writes, write{slot: args[0], val: args[1], pc: s.pc})
+	case 0x37, 0x39, 0x3e, 0x5e: // CALLDATACOPY, CODECOPY, RETURNDATACOPY, MCOPY
+		x.clobber(s, args[0], args[2])
+	case 0x3c: // EXTCODECOPY
+		x.clobber(s, args[1], args[3])
+	}
+}
+
+func constOffset(t *term) (uint64, bool) {
+	if t.op == tConst && t.k.IsUint64() && t.k.Uint64() < 1<<32 {
+		return t.k.Uint64(), true
+	}
+	return 0, false
+}
+
+// forget drops the words overlapping [off, off+n).
+func (x *explorer) forget(s *pathState, off, n uint64) {
+	kept := s.mem[:0:0]
+	for _, w := range s.mem {
+		if w.off+32 <= off || w.off >= off+n {
+			kept = append(kept, w)
+		}
+	}
+	s.mem = kept
+}
+
+// clobber forgets what a write of n bytes at off may overwrite: that
+// range when both are constants; else everything past solc's reserved
+// area (scratch space, free memory pointer, zero slot: below 0x80),
+// which solc never writes at a computed offset.
+func (x *explorer) clobber(s *pathState, off, n *term) {
+	o, ok1 := constOffset(off)
+	l, ok2 := constOffset(n)
+	if ok1 && ok2 {
+		x.forget(s, o, l)
+		return
+	}
+	x.forget(s, 0x80, 1<<40)
+}
+
+// readWords reads n bytes at off as 32-byte words, when both are
+// constants, n a multiple of 32 of at most limit words; a word never
+// written reads as MLOAD(offset).
+func (x *explorer) readWords(s *pathState, off, n *term, limit int) []*term {
+	o, ok1 := constOffset(off)
+	l, ok2 := constOffset(n)
+	if !ok1 || !ok2 || l%32 != 0 || l/32 > uint64(limit) {
+		return nil
+	}
+	words := make([]*term, l/32)
+	for i := range words {
+		at := o + 32*uint64(i)
+		words[i] = nil
+		for j := len(s.mem) - 1; j >= 0; j-- {
+			if s.mem[j].off == at {
+				words[i] = s.mem[j].val
+				break
+			}
+		}
+		if words[i] == nil {
+			words[i] = newTerm(tOp, opMLOAD, nil, constU64(at))
+		}
+	}
+	return words
+}

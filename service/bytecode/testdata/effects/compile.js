@@ -1,0 +1,63 @@
+// Compiles the renamed-power catalogue (Catalogue.sol, Immutable.sol) with
+// every solc release in package.json, optimizer off and on, and via-IR on
+// 0.8, into one fixture per setting: <release>-<setting>.json holding each
+// contract's ABI, runtime code and immutable references.
+// Usage, from this directory: npm ci && node compile.js
+const fs = require("fs");
+const path = require("path");
+
+const releases = [
+  { pkg: "solc-0.5", tag: "0.5", ctor: "public", virtual: "", override: "", sender: "msg.sender", immutables: false },
+  { pkg: "solc-0.6", tag: "0.6", ctor: "public", virtual: "virtual", override: "override", sender: "msg.sender", immutables: true },
+  { pkg: "solc-0.7", tag: "0.7", ctor: "", virtual: "virtual", override: "override", sender: "msg.sender", immutables: true },
+  { pkg: "solc-0.8", tag: "0.8", ctor: "", virtual: "virtual", override: "override", sender: "payable(msg.sender)", immutables: true, viaIR: true },
+];
+
+function source(file, r) {
+  return fs
+    .readFileSync(path.join(__dirname, file), "utf8")
+    .replace(/\bCTOR\b/g, r.ctor)
+    .replace(/\bVIRTUAL\b/g, r.virtual)
+    .replace(/\bOVERRIDE\b/g, r.override)
+    .replace(/\bSENDER\b/g, r.sender);
+}
+
+for (const r of releases) {
+  const solc = require(r.pkg);
+  const sources = { "Catalogue.sol": { content: source("Catalogue.sol", r) } };
+  if (r.immutables) sources["Immutable.sol"] = { content: source("Immutable.sol", r) };
+  const settings = [
+    ["plain", { optimizer: { enabled: false } }],
+    ["optimized", { optimizer: { enabled: true, runs: 200 } }],
+  ];
+  if (r.viaIR) settings.push(["viair", { optimizer: { enabled: true, runs: 200 }, viaIR: true }]);
+  for (const [name, extra] of settings) {
+    const input = {
+      language: "Solidity",
+      sources,
+      settings: {
+        ...extra,
+        outputSelection: { "*": { "*": ["abi", "evm.deployedBytecode.object", "evm.deployedBytecode.immutableReferences"] } },
+      },
+    };
+    const out = JSON.parse(solc.compile(JSON.stringify(input)));
+    const errors = (out.errors || []).filter((e) => e.severity === "error");
+    for (const e of errors) console.error(e.formattedMessage);
+    if (errors.length) process.exit(1);
+    const contracts = {};
+    for (const [, cs] of Object.entries(out.contracts)) {
+      for (const [cname, c] of Object.entries(cs)) {
+        if (cname === "Base" || cname === "IGuard") continue;
+        contracts[cname] = {
+          abi: c.abi,
+          deployedBytecode: "0x" + c.evm.deployedBytecode.object,
+          immutableReferences: c.evm.deployedBytecode.immutableReferences || {},
+        };
+      }
+    }
+    const file = `${r.tag}-${name}.json`;
+    const fixture = { compiler: "solc " + solc.version(), settings: input.settings, contracts };
+    fs.writeFileSync(path.join(__dirname, file), JSON.stringify(fixture) + "\n");
+    console.log(`${file}: ${Object.keys(contracts).length} contracts`);
+  }
+}

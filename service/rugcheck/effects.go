@@ -1,0 +1,224 @@
+package rugcheck
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/tollgate/tollgate/service/bytecode"
+)
+
+// Classes found only by effect.
+const (
+	// Seize: a function debits balances not its caller's without an
+	// allowance (seize, burn-from).
+	Seize Class = "seize"
+	// Hook: transfer calls an external contract whose address a guarded
+	// function sets (an "antibot" that can refuse any transfer).
+	Hook Class = "hook"
+)
+
+// Power is a privileged capability found by what a function does, not by
+// its name (rule RC-14).
+type Power struct {
+	Class    Class
+	Selector bytecode.Selector
+	Fallback bool
+	// Effect says what the function does, for the evidence.
+	Effect string
+	// Guards are the caller checks on the paths with the effect.
+	Guards []bytecode.Guard
+	// Capped: a fee whose every setter bounds it at or below MaxCappedFee
+	// of the amount (Cap says the bound).
+	Capped bool
+	Cap    string
+}
+
+// MaxCappedFee is the largest fee ceiling, as a fraction of the amount,
+// that a fee setter may have for its tax to count as capped (WARN rather
+// than a FAIL).
+const MaxCappedFee = 0.25
+
+// Powers derives the privileged capabilities from a token's effects: a
+// function's effect counts when every path reaching it checks its caller
+// (a guard); effects anyone can cause (transfer itself, a public mint
+// paid in ETH) are no privilege.
+//
+//   - mint: paths that credit a balance or the supply and debit none;
+//   - seize: paths that debit a balance not the caller's, spending no
+//     allowance;
+//   - blacklist, trading switch (pause for pause()/unpause()), limit:
+//     writes to what transfer reads on a path that reverts (a mapping
+//     keyed by an address; a flag; a value compared with the amount, a
+//     balance or the time);
+//   - fee: writes to a rate transfer scales the credited amount by;
+//   - hook: writes to the address of a contract transfer calls.
+func Powers(e bytecode.Effects) []Power {
+	var out []Power
+	add := func(p Power) {
+		for i, q := range out {
+			if q.Class == p.Class && q.Selector == p.Selector && q.Fallback == p.Fallback {
+				for _, g := range p.Guards {
+					if !slices.Contains(out[i].Guards, g) {
+						out[i].Guards = append(out[i].Guards, g)
+					}
+				}
+				out[i].Capped = out[i].Capped && p.Capped
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	for _, f := range e.Functions {
+		if privileged(f.Mints) {
+			add(Power{Class: Mint, Selector: f.Selector, Fallback: f.Fallback, Effect: "credits a balance or the total supply and debits no balance", Guards: f.Mints.Guards})
+		}
+		if privileged(f.Seizes) {
+			add(Power{Class: Seize, Selector: f.Selector, Fallback: f.Fallback, Effect: "debits a balance not the caller's and spends no allowance", Guards: f.Seizes.Guards})
+		}
+	}
+	writers := func(t bytecode.Target, each func(f bytecode.Function, w bytecode.Write)) {
+		for _, f := range e.Functions {
+			for _, w := range f.Writes {
+				if w.Target.Covers(t) && privileged(&w.Guarded) {
+					each(f, w)
+				}
+			}
+		}
+	}
+	for _, g := range e.Gates {
+		writers(g.Target, func(f bytecode.Function, w bytecode.Write) {
+			class := gateClass(g.Kind, f.Selector)
+			add(Power{Class: class, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
+				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", targetText(g.Target), selectorName(g.Selector), gateText[g.Kind])})
+		})
+	}
+	for _, fee := range e.Fees {
+		writers(fee.Target, func(f bytecode.Function, w bytecode.Write) {
+			p := Power{Class: Fee, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
+				Effect: fmt.Sprintf("writes %s, the rate transfer scales the credited amount by", targetText(fee.Target))}
+			if w.Ceiling && !fee.Divisor.IsZero() {
+				frac, _ := new(big.Rat).SetFrac(w.Bound.ToBig(), fee.Divisor.ToBig()).Float64()
+				p.Capped = frac <= MaxCappedFee
+				p.Cap = fmt.Sprintf("at most %s/%s", w.Bound.Dec(), fee.Divisor.Dec())
+				p.Effect += ", " + p.Cap
+			}
+			add(p)
+		})
+	}
+	for _, h := range e.Hooks {
+		if h.Target.Kind == 0 {
+			continue // a constant address: no one can repoint it
+		}
+		writers(h.Target, func(f bytecode.Function, w bytecode.Write) {
+			add(Power{Class: Hook, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
+				Effect: fmt.Sprintf("writes %s, the address of a contract transfer calls", targetText(h.Target))})
+		})
+	}
+	for _, p := range out {
+		slices.SortFunc(p.Guards, compareGuards)
+	}
+	slices.SortFunc(out, func(a, b Power) int {
+		return cmp.Or(cmp.Compare(classRank(a.Class), classRank(b.Class)), bytes.Compare(a.Selector[:], b.Selector[:]))
+	})
+	return out
+}
+
+func compareGuards(a, b bytecode.Guard) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), bytes.Compare(a.Slot[:], b.Slot[:]), cmp.Compare(a.Offset, b.Offset), boolRank(a.Origin)-boolRank(b.Origin),
+		bytes.Compare(a.Address[:], b.Address[:]))
+}
+
+// privileged: some path has the effect and every such path checks its
+// caller.
+func privileged(g *bytecode.Guarded) bool {
+	return g != nil && !g.Open && len(g.Guards) > 0
+}
+
+var effectClassOrder = []Class{Mint, Seize, Blacklist, Pause, Fee, Limit, Trading, Hook, Upgrade}
+
+func classRank(c Class) int { return slices.Index(effectClassOrder, c) }
+
+// gateClass: a list is a blacklist (or allow-list), a flag a trading
+// switch unless its writer is a known pause function, a limit or a
+// cooldown a limit.
+func gateClass(k bytecode.GateKind, writer bytecode.Selector) Class {
+	switch k {
+	case bytecode.GateList:
+		return Blacklist
+	case bytecode.GateLimit, bytecode.GateCooldown:
+		return Limit
+	}
+	if known, ok := knownSelectors[writer]; ok && known.class == Pause {
+		return Pause
+	}
+	return Trading
+}
+
+var gateText = map[bytecode.GateKind]string{
+	bytecode.GateList:     "a list keyed by an address",
+	bytecode.GateFlag:     "a switch",
+	bytecode.GateLimit:    "a limit on the amount or a balance",
+	bytecode.GateCooldown: "a wait compared with the time",
+}
+
+func targetText(t bytecode.Target) string {
+	slot := slotText(t.Slot)
+	switch t.Kind {
+	case bytecode.TargetSlot:
+		if t.Offset > 0 {
+			return fmt.Sprintf("slot %s (bits from %d)", slot, t.Offset)
+		}
+		return "slot " + slot
+	case bytecode.TargetMapping:
+		if t.Nested {
+			return "a mapping of mappings at slot " + slot
+		}
+		return "a mapping at slot " + slot
+	}
+	return "computed storage"
+}
+
+func slotText(s [32]byte) string {
+	return "0x" + strings.TrimLeft(fmt.Sprintf("%x", s[:]), "0")
+}
+
+var transferNames = map[bytecode.Selector]string{
+	{0xa9, 0x05, 0x9c, 0xbb}: "transfer",
+	{0x23, 0xb8, 0x72, 0xdd}: "transferFrom",
+}
+
+func selectorName(s bytecode.Selector) string {
+	if n, ok := transferNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("0x%x", s[:])
+}
+
+// GuardText describes a guard for evidence.
+func GuardText(g bytecode.Guard) string {
+	who := "msg.sender"
+	if g.Origin {
+		who = "tx.origin"
+	}
+	switch g.Kind {
+	case bytecode.GuardSlot:
+		if g.Offset > 0 {
+			return fmt.Sprintf("%s == the address in slot %s (bits from %d)", who, slotText(g.Slot), g.Offset)
+		}
+		return fmt.Sprintf("%s == the address in slot %s", who, slotText(g.Slot))
+	case bytecode.GuardConstant:
+		return fmt.Sprintf("%s == 0x%x (in the code)", who, g.Address[:])
+	}
+	return fmt.Sprintf("a mapping at slot %s keyed by %s is set", slotText(g.Slot), who)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,166 @@
+package rugcheck
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/sha3"
+
+	"github.com/tollgate/tollgate/service/bytecode"
+)
+
+// catalogue is one compiler setting's build of the renamed-power
+// catalogue (service/bytecode/testdata/effects).
+type catalogue struct {
+	Compiler  string
+	Contracts map[string]struct {
+		DeployedBytecode    string
+		ImmutableReferences map[string][]struct{ Start, Length int }
+	}
+}
+
+// immutableMinter is what the tests deploy ImmutableFarm with.
+var immutableMinter = [20]byte{0xbe, 0xef}
+
+// loadCatalogues reads every compiler setting's build.
+func loadCatalogues(t testing.TB) map[string]catalogue {
+	t.Helper()
+	files, err := filepath.Glob("../bytecode/testdata/effects/0.*.json")
+	if err != nil || len(files) < 9 {
+		t.Fatalf("catalogue builds: %v %v", files, err)
+	}
+	out := map[string]catalogue{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c catalogue
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimSuffix(filepath.Base(f), ".json")] = c
+	}
+	return out
+}
+
+// code is a contract's runtime code with its immutables filled in.
+func (c catalogue) code(t testing.TB, name string) []byte {
+	t.Helper()
+	k := c.Contracts[name]
+	code, err := hex.DecodeString(strings.TrimPrefix(k.DeployedBytecode, "0x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, refs := range k.ImmutableReferences {
+		for _, r := range refs {
+			clear(code[r.Start : r.Start+r.Length])
+			copy(code[r.Start+r.Length-20:], immutableMinter[:])
+		}
+	}
+	return code
+}
+
+func sel(sig string) bytecode.Selector {
+	h := sha3.NewLegacyKeccak256()
+	h.Write([]byte(sig))
+	var s bytecode.Selector
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+func slotGuard(n byte) bytecode.Guard {
+	g := bytecode.Guard{Kind: bytecode.GuardSlot}
+	g.Slot[31] = n
+	return g
+}
+
+// wantPower is an expected power: its class, the function's signature,
+// its guards, and whether a fee is capped.
+type wantPower struct {
+	class  Class
+	sig    string
+	guards []bytecode.Guard
+	capped bool
+}
+
+func (w wantPower) String() string {
+	var gs []string
+	for _, g := range w.guards {
+		gs = append(gs, GuardText(g))
+	}
+	return fmt.Sprintf("%s by %s [%s] capped=%v", w.class, w.sig, strings.Join(gs, "; "), w.capped)
+}
+
+// TestPowersCatalogue: every renamed power of the catalogue is found by
+// its effect, with the function and the guard that holds it, whatever
+// solc release (0.5–0.8), optimizer setting or pipeline built it; the
+// controls whose power is a constant find none.
+func TestPowersCatalogue(t *testing.T) {
+	t.Parallel()
+	owner := slotGuard(3)
+	origin := slotGuard(4)
+	origin.Origin = true
+	ops := bytecode.Guard{Kind: bytecode.GuardMapping}
+	ops.Slot[31] = 4
+	dead := bytecode.Guard{Kind: bytecode.GuardConstant}
+	dead.Address[18], dead.Address[19] = 0xde, 0xad
+	want := map[string][]wantPower{
+		"HiddenFarm":   {{Mint, "farm(address,uint256)", []bytecode.Guard{slotGuard(4)}, false}},
+		"Rescue":       {{Seize, "rescue(address,uint256)", []bytecode.Guard{owner}, false}},
+		"Girls":        {{Blacklist, "setGirl(address,uint8)", []bytecode.Guard{owner}, false}},
+		"Bots":         {{Blacklist, "manage(address[],bool)", []bytecode.Guard{owner}, false}},
+		"Guests":       {{Blacklist, "invite(address,bool)", []bytecode.Guard{owner}, false}},
+		"Launch":       {{Trading, "openTrading(bool)", []bytecode.Guard{owner}, false}},
+		"Halt":         {{Trading, "hold(bool)", []bytecode.Guard{owner}, false}},
+		"MaxTx":        {{Limit, "tune(uint256)", []bytecode.Guard{owner}, false}},
+		"MaxWallet":    {{Limit, "resize(uint256)", []bytecode.Guard{owner}, false}},
+		"Cooldown":     {{Limit, "pace(uint256)", []bytecode.Guard{owner}, false}},
+		"Tax":          {{Fee, "setFeeRate(uint256,uint256)", []bytecode.Guard{owner}, false}},
+		"CappedTax":    {{Fee, "setRate(uint256)", []bytecode.Guard{owner}, true}},
+		"FixedTax":     nil,
+		"FakeRenounce": {{Fee, "setFeeRate(uint256)", []bytecode.Guard{owner, slotGuard(4)}, false}},
+		"Hooked":       {{Trading, "setGuard(address)", []bytecode.Guard{owner}, false}, {Hook, "setGuard(address)", []bytecode.Guard{owner}, false}},
+		"Cleanup":      nil,
+		"OriginFarm":   {{Mint, "harvest(uint256)", []bytecode.Guard{origin}, false}},
+		"Operators":    {{Mint, "farm(address,uint256)", []bytecode.Guard{ops}, false}},
+		"DeadFarm":     {{Mint, "farm(address,uint256)", []bytecode.Guard{dead}, false}},
+		"ImmutableFarm": {{Mint, "farm(address,uint256)", []bytecode.Guard{{Kind: bytecode.GuardConstant, Address: immutableMinter}}, false}},
+	}
+	for setting, c := range loadCatalogues(t) {
+		for name, powers := range want {
+			if _, ok := c.Contracts[name]; !ok {
+				if name == "ImmutableFarm" && strings.HasPrefix(setting, "0.5") {
+					continue // immutables need solc 0.6.5
+				}
+				t.Errorf("%s: no %s", setting, name)
+				continue
+			}
+			code := c.code(t, name)
+			e := bytecode.AnalyzeEffects(code, bytecode.Analyze(code))
+			if !e.Complete {
+				t.Errorf("%s %s: analysis incomplete", setting, name)
+			}
+			var got []string
+			for _, p := range Powers(e) {
+				got = append(got, wantPower{p.Class, fmt.Sprintf("%x", p.Selector), p.Guards, p.Capped}.String())
+			}
+			var exp []string
+			for _, p := range powers {
+				s := sel(p.sig)
+				exp = append(exp, wantPower{p.class, fmt.Sprintf("%x", s), p.guards, p.capped}.String())
+			}
+			slices.Sort(got)
+			slices.Sort(exp)
+			if !slices.Equal(got, exp) {
+				t.Errorf("%s %s:\n got  %q\n want %q", setting, name, got, exp)
+			}
+		}
+	}
+}
