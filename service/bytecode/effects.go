@@ -107,12 +107,12 @@ type KeyKind uint8
 
 // Key kinds.
 const (
-	KeyOther   KeyKind = iota // computed, or read from storage
-	KeyCaller                 // msg.sender
-	KeyArg                    // an argument of the call
-	KeySelf                   // the contract itself
-	KeyConst                  // a constant
-	KeyOrigin                 // tx.origin
+	KeyOther  KeyKind = iota // computed, or read from storage
+	KeyCaller                // msg.sender
+	KeyArg                   // an argument of the call
+	KeySelf                  // the contract itself
+	KeyConst                 // a constant
+	KeyOrigin                // tx.origin
 )
 
 // Target is storage a function touches.

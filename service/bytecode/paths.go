@@ -27,11 +27,11 @@ type pathEnd struct {
 	selfdestruct bool
 	// panic: a failed assertion or arithmetic check (INVALID, or a
 	// REVERT of 0x24 bytes at 0: Panic(uint256) since solc 0.8).
-	panic bool
-	ret          []*term // RETURN's words, when at constant offsets
-	conds        []cond
-	writes       []write
-	calls        []callSite
+	panic  bool
+	ret    []*term // RETURN's words, when at constant offsets
+	conds  []cond
+	writes []write
+	calls  []callSite
 }
 
 // cond is a branch a path took: base (stripped of ISZEROs and masks)

@@ -67,7 +67,9 @@ func constU64(v uint64) *term { return constTerm(uint256.NewInt(v)) }
 
 func (t *term) isConst() bool { return t.op == tConst }
 
-func (t *term) isConstU64(v uint64) bool { return t.op == tConst && t.k.IsUint64() && t.k.Uint64() == v }
+func (t *term) isConstU64(v uint64) bool {
+	return t.op == tConst && t.k.IsUint64() && t.k.Uint64() == v
+}
 
 // apply builds code(args), folding constants and the masks solc puts
 // around addresses and booleans.
