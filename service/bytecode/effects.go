@@ -201,6 +201,9 @@ type Layout struct {
 	// false when it returns a constant or something else.
 	TotalSupply      [32]byte
 	TotalSupplyKnown bool
+	// Owner is the field owner() returns (Kind TargetSlot), zero when it
+	// returns something else (a constant, nothing).
+	Owner Target
 }
 
 // Well-known selectors the analysis reads the layout and transfers from.
@@ -209,6 +212,7 @@ var (
 	selTotalSupply  = Selector{0x18, 0x16, 0x0d, 0xdd}
 	selTransfer     = Selector{0xa9, 0x05, 0x9c, 0xbb}
 	selTransferFrom = Selector{0x23, 0xb8, 0x72, 0xdd}
+	selOwner        = Selector{0x8d, 0xa5, 0xcb, 0x5b}
 )
 
 // calldataSize is the CALLDATASIZE a function is followed with: room for
@@ -239,6 +243,11 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 	}
 	if x := xs[selTotalSupply]; x != nil {
 		e.Layout.TotalSupply, e.Layout.TotalSupplyKnown = supplySlot(x)
+	}
+	if x := xs[selOwner]; x != nil {
+		if slot, offset, ok := returnedField(x); ok {
+			e.Layout.Owner = Target{Kind: TargetSlot, Slot: slot, Offset: offset}
+		}
 	}
 	fallback := Selector{0xff, 0xff, 0xff, 0xff}
 	for s.Has(fallback) {
@@ -621,19 +630,23 @@ func balanceSlots(x *explorer) [][32]byte {
 // supplySlot: the slot totalSupply returns, when every path that
 // succeeds returns that one slot.
 func supplySlot(x *explorer) ([32]byte, bool) {
-	var slot [32]byte
-	found := false
+	slot, _, ok := returnedField(x)
+	return slot, ok
+}
+
+// returnedField: the storage field every path that succeeds returns.
+func returnedField(x *explorer) (slot [32]byte, offset uint, found bool) {
 	for _, end := range x.ends {
 		if !end.ok || len(end.ret) == 0 {
 			continue
 		}
 		f, ok := asField(end.ret[0])
-		if !ok || f.slot.op != tConst || (found && f.slot.k.Bytes32() != slot) {
-			return [32]byte{}, false
+		if !ok || f.slot.op != tConst || (found && (f.slot.k.Bytes32() != slot || f.offset != offset)) {
+			return [32]byte{}, 0, false
 		}
-		slot, found = f.slot.k.Bytes32(), true
+		slot, offset, found = f.slot.k.Bytes32(), f.offset, true
 	}
-	return slot, found
+	return slot, offset, found
 }
 
 // readTransfer collects the gates, fees and hooks of transfer or

@@ -222,3 +222,134 @@ func boolRank(b bool) int {
 	}
 	return 0
 }
+
+// effectVerdict is what the powers by effect add to a verdict.
+type effectVerdict struct {
+	has map[Class]bool
+	// explained: selectors whose function has a power by effect.
+	explained map[bytecode.Selector]bool
+	// severeLive: a severe power with a live guard; hidden: a live guard
+	// that is not owner(); incomplete: a function not followed.
+	severeLive, hidden, incomplete bool
+}
+
+var deadAddress = [20]byte{18: 0xde, 19: 0xad}
+
+func gone(a [20]byte) bool { return a == [20]byte{} || a == deadAddress }
+
+// guardState says whether a guard still lets someone in, and why.
+func (e *EffectFacts) guardState(g bytecode.Guard) (live bool, addr [20]byte, text string) {
+	switch g.Kind {
+	case bytecode.GuardSlot:
+		v, read := e.Slots[SlotField{g.Slot, g.Offset}]
+		if !read {
+			return true, v, GuardText(g) + " (not read: assumed live)"
+		}
+		return !gone(v), v, fmt.Sprintf("%s, which holds 0x%x", GuardText(g), v[:])
+	case bytecode.GuardConstant:
+		return !gone(g.Address), g.Address, GuardText(g)
+	}
+	return true, [20]byte{}, GuardText(g) + " (its members cannot be listed from storage: assumed held)"
+}
+
+// evaluateEffects adds the flags of the powers by effect (RC-14), hidden
+// owners (RC-15), fake renounces (RC-16) and an incomplete analysis
+// (RC-17).
+func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdict {
+	out := effectVerdict{has: map[Class]bool{}, explained: map[bytecode.Selector]bool{}}
+	e := f.Effects
+	if e == nil {
+		return out
+	}
+	type liveGuard struct {
+		guard bytecode.Guard
+		addr  [20]byte
+		power string
+	}
+	var hidden []liveGuard
+	for _, p := range e.Powers {
+		out.has[p.Class] = true
+		if !p.Fallback {
+			out.explained[p.Selector] = true
+		}
+		name := fmt.Sprintf("0x%x", p.Selector[:])
+		if p.Fallback {
+			name = "the fallback"
+		}
+		live := false
+		var texts []string
+		for _, g := range p.Guards {
+			l, addr, text := e.guardState(g)
+			texts = append(texts, text)
+			live = live || l
+			owners := e.Owner != nil && g.Kind == bytecode.GuardSlot && *e.Owner == (SlotField{g.Slot, g.Offset})
+			if l && !owners && g.Kind != bytecode.GuardMapping && !slices.ContainsFunc(hidden, func(h liveGuard) bool { return h.guard == g }) {
+				hidden = append(hidden, liveGuard{g, addr, name})
+			}
+		}
+		state := "every guard is gone"
+		if live {
+			state = "live"
+		}
+		add(classFlag[p.Class], RuleEffect, fmt.Sprintf("%s in the %s code %s; callable when %s (%s)", name, e.Source, p.Effect, strings.Join(texts, ", or "), state))
+		if live && !(p.Class == Fee && p.Capped) {
+			out.severeLive = true
+		}
+	}
+	for _, h := range hidden {
+		out.hidden = true
+		where := "owner() reads no storage field"
+		if e.Owner != nil {
+			where = "owner() reads slot " + slotText(e.Owner.Slot)
+		}
+		add(FlagHiddenOwner, RuleHiddenOwner, fmt.Sprintf("%s guards %s and is live (0x%x); %s", GuardText(h.guard), h.power, h.addr[:], where))
+		if e.HasRenounce && h.guard.Kind == bytecode.GuardSlot &&
+			!slices.ContainsFunc(e.Renounce, func(t bytecode.Target) bool {
+				return t.Covers(bytecode.Target{Kind: bytecode.TargetSlot, Slot: h.guard.Slot, Offset: h.guard.Offset})
+			}) {
+			add(FlagFakeRenounce, RuleFakeRenounce, fmt.Sprintf("renounceOwnership() does not clear slot %s, which guards %s and holds 0x%x", slotText(h.guard.Slot), h.power, h.addr[:]))
+		}
+	}
+	if e.Incomplete {
+		out.incomplete = true
+		add(FlagUnanalysable, RuleUnanalysable, "a function of the "+e.Source+" code could not be followed to its end (a computed jump, or past the analysis bounds): its powers are unknown")
+	}
+	return out
+}
+
+// EffectFactsOf gathers the facts of a token's powers by effect, given
+// the addresses read from its guard fields (GuardFields says which).
+func EffectFactsOf(e bytecode.Effects, source string, slots map[SlotField][20]byte) *EffectFacts {
+	fx := &EffectFacts{Powers: Powers(e), Source: source, Slots: slots, Incomplete: !e.Complete}
+	if e.Layout.Owner.Kind == bytecode.TargetSlot {
+		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
+	}
+	for _, fn := range e.Functions {
+		if fn.Selector == selRenounceOwnership && !fn.Fallback {
+			fx.HasRenounce = true
+			for _, w := range fn.Writes {
+				fx.Renounce = append(fx.Renounce, w.Target)
+			}
+		}
+	}
+	return fx
+}
+
+var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
+
+// GuardFields are the storage fields whose addresses the verdict needs:
+// the guards of the powers that are slots, and owner()'s field.
+func GuardFields(e bytecode.Effects) []SlotField {
+	var out []SlotField
+	for _, p := range Powers(e) {
+		for _, g := range p.Guards {
+			if f := (SlotField{g.Slot, g.Offset}); g.Kind == bytecode.GuardSlot && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	if o := e.Layout.Owner; o.Kind == bytecode.TargetSlot && !slices.Contains(out, SlotField{o.Slot, o.Offset}) {
+		out = append(out, SlotField{o.Slot, o.Offset})
+	}
+	return out
+}

@@ -164,3 +164,90 @@ func TestPowersCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictCatalogue: each renamed power FAILs while its guard is live
+// and does not once the guard is gone (renounced, zero, dead), with the
+// power's function, effect and guard value as evidence; a live guard that
+// owner() does not name is a hidden owner, and a renounceOwnership() that
+// leaves it is a fake renounce.
+func TestVerdictCatalogue(t *testing.T) {
+	t.Parallel()
+	deployer := [20]byte{0xd0}
+	dev := [20]byte{0xde, 0x01}
+	field := func(n byte) SlotField {
+		var f SlotField
+		f.Slot[31] = n
+		return f
+	}
+	type state struct {
+		name     string
+		slots    map[SlotField][20]byte
+		verdict  Verdict
+		flags    []string // must be among the flags
+		absent   []string // must not be
+		evidence string   // in the evidence of the first flag
+	}
+	live := map[SlotField][20]byte{field(3): deployer, field(4): dev}
+	renounced := map[SlotField][20]byte{field(3): {}, field(4): {}}
+	ownerGone := map[SlotField][20]byte{field(3): {}, field(4): dev}
+	tests := map[string][]state{
+		"HiddenFarm": {{"dev live, owner() zero", ownerGone, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "0xde01"},
+			{"dev zero", renounced, Warn, []string{FlagMintable}, []string{FlagHiddenOwner}, "every guard is gone"}},
+		"Rescue":    {{"owner live", live, Fail, []string{FlagSeizable}, nil, "debits a balance"}, {"renounced", renounced, Warn, []string{FlagSeizable}, nil, ""}},
+		"Girls":     {{"owner live", live, Fail, []string{FlagBlacklist}, nil, "a list keyed by an address"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Bots":      {{"owner live", live, Fail, []string{FlagBlacklist}, nil, ""}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Guests":    {{"owner live", live, Fail, []string{FlagBlacklist}, nil, ""}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Launch":    {{"owner live", live, Fail, []string{FlagTradingSwitch}, nil, "a switch"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Halt":      {{"owner live", live, Fail, []string{FlagTradingSwitch}, nil, ""}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"MaxTx":     {{"owner live", live, Fail, []string{FlagTxLimits}, nil, "a limit"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"MaxWallet": {{"owner live", live, Fail, []string{FlagTxLimits}, nil, ""}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Cooldown":  {{"owner live", live, Fail, []string{FlagTxLimits}, nil, "a wait"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"Tax":       {{"owner live", live, Fail, []string{FlagFeeSetter}, nil, "the rate transfer scales"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"CappedTax": {{"owner live, capped at 10 %", live, Warn, []string{FlagFeeSetter}, nil, "at most 10/100"}},
+		"FixedTax":  {{"a constant rate", live, Pass, nil, []string{FlagFeeSetter}, ""}},
+		"FakeRenounce": {{"renounced, shadow live", ownerGone, Fail, []string{FlagFeeSetter, FlagHiddenOwner, FlagFakeRenounce}, nil, ""},
+			{"both gone", renounced, Warn, nil, []string{FlagHiddenOwner, FlagFakeRenounce}, ""}},
+		"Hooked":        {{"owner live", live, Fail, []string{FlagExternalHook}, nil, "a contract transfer calls"}, {"renounced", renounced, Warn, nil, nil, ""}},
+		"OriginFarm":    {{"dev live", live, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "tx.origin"}, {"dev zero", renounced, Warn, nil, nil, ""}},
+		"Operators":     {{"operators assumed", live, Fail, []string{FlagMintable}, []string{FlagHiddenOwner}, "assumed held"}},
+		"ImmutableFarm": {{"immutable minter", live, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "0xbeef"}},
+		"DeadFarm":      {{"dead constant", live, Warn, []string{FlagMintable}, []string{FlagHiddenOwner}, "every guard is gone"}},
+	}
+	for setting, c := range loadCatalogues(t) {
+		for name, states := range tests {
+			if _, ok := c.Contracts[name]; !ok {
+				continue
+			}
+			code := c.code(t, name)
+			scan := bytecode.Analyze(code)
+			e := bytecode.AnalyzeEffects(code, scan)
+			for _, st := range states {
+				owner := st.slots[field(3)]
+				facts := Facts{Capabilities: Capabilities(scan, "token"), OwnerKnown: true, Renounced: gone(owner),
+					OwnerEvidence: fmt.Sprintf("owner() = 0x%x", owner), Transfers: 1,
+					Effects: EffectFactsOf(e, "token", st.slots)}
+				r := Evaluate(facts)
+				if r.Verdict != st.verdict {
+					t.Errorf("%s %s (%s): %s %v, want %s", setting, name, st.name, r.Verdict, r.Rules, st.verdict)
+				}
+				for _, fl := range st.flags {
+					if !slices.Contains(r.Flags, fl) {
+						t.Errorf("%s %s (%s): no %s in %v", setting, name, st.name, fl, r.Flags)
+					}
+				}
+				for _, fl := range st.absent {
+					if slices.Contains(r.Flags, fl) {
+						t.Errorf("%s %s (%s): %s in %v", setting, name, st.name, fl, r.Rules)
+					}
+				}
+				if st.evidence != "" && len(st.flags) > 0 {
+					for _, rule := range r.Rules {
+						if rule.Flag == st.flags[0] && !strings.Contains(rule.Evidence, st.evidence) {
+							t.Errorf("%s %s (%s): %s evidence %q lacks %q", setting, name, st.name, rule.Flag, rule.Evidence, st.evidence)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ package rugcheck
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,11 @@ const (
 	FlagNoActivity       = "no-recent-transfers"
 	FlagKnownIssuer      = "known-issuer"
 	FlagPoolCollapsed    = "pool-collapsed"
+	FlagSeizable         = "seizable"
+	FlagExternalHook     = "external-hook"
+	FlagHiddenOwner      = "hidden-owner"
+	FlagFakeRenounce     = "fake-renounce"
+	FlagUnanalysable     = "analysis-incomplete"
 )
 
 // Rules: the identifier of the published rule behind each flag
@@ -70,11 +76,16 @@ const (
 	RulePoolCollapse   = "RC-11" // the whale scan saw the token's pool collapse
 	RuleNotToken       = "RC-12" // no ERC-20 totalSupply/balanceOf: refused (no flag)
 	RuleLiquidityToken = "RC-13" // a V2 pair's mint(address) is not a privilege (no flag)
+	RuleEffect         = "RC-14" // a function's effect and its guards (static analysis of the code)
+	RuleHiddenOwner    = "RC-15" // a live guard other than owner()
+	RuleFakeRenounce   = "RC-16" // renounceOwnership() leaves a live guard
+	RuleUnanalysable   = "RC-17" // the analysis could not follow every function
 )
 
 var classFlag = map[Class]string{
 	Mint: FlagMintable, Blacklist: FlagBlacklist, Pause: FlagPausable, Fee: FlagFeeSetter,
 	Limit: FlagTxLimits, Trading: FlagTradingSwitch, Upgrade: FlagUpgradeable,
+	Seize: FlagSeizable, Hook: FlagExternalHook,
 }
 
 // Verdict of a rug check.
@@ -208,6 +219,43 @@ type Facts struct {
 	KnownIssuer bool
 	// Collapse of the token's pool in the whale scan's window, or nil.
 	Collapse *Collapse
+	// Effects are the powers found by what the code does, or nil when
+	// the code was not analysed.
+	Effects *EffectFacts
+}
+
+// EffectFacts are the powers of a token's code (the implementation's,
+// behind a proxy) found by effect, and what its storage says of their
+// guards.
+type EffectFacts struct {
+	Powers []Power
+	// Source is "token" or "implementation".
+	Source string
+	// Slots are the addresses read from the guard fields (the token's
+	// storage, the proxy's behind a proxy).
+	Slots map[SlotField][20]byte
+	// Owner is where owner() reads its answer, nil when not a field.
+	Owner *SlotField
+	// Renounce lists what renounceOwnership() writes; HasRenounce says
+	// the function exists.
+	HasRenounce bool
+	Renounce    []bytecode.Target
+	// Incomplete: some function could not be followed to its end.
+	Incomplete bool
+}
+
+// SlotField is an address field of a storage slot.
+type SlotField struct {
+	Slot   [32]byte
+	Offset uint
+}
+
+// severe: a capability that takes holders' tokens or value, or freezes
+// them: mint, seize, blacklist, fee, trading switch, upgrade, hook, pause,
+// a limit with no floor.
+func severe(has map[Class]bool, limitFloor bool) bool {
+	return has[Mint] || has[Seize] || has[Blacklist] || has[Fee] || has[Trading] || has[Upgrade] || has[Hook] ||
+		has[Pause] || (has[Limit] && !limitFloor)
 }
 
 // FlagRule is the rule behind a flag and the evidence it read.
@@ -304,14 +352,29 @@ func Evaluate(f Facts) Report {
 	if f.Collapse != nil {
 		add(FlagPoolCollapsed, RulePoolCollapse, fmt.Sprintf("pool %s (%s): %s collapse at block %d", f.Collapse.Pool, f.Collapse.Venue, f.Collapse.Kind, f.Collapse.Block))
 	}
-	control := ownerActive || rolesHeld || upgradeControl
-	freeze := has[Pause] || (has[Limit] && !f.LimitFloor)
-	severe := has[Mint] || has[Blacklist] || has[Fee] || has[Trading] || has[Upgrade] || freeze
+	fx := evaluateEffects(f, add)
+	control := ownerActive || rolesHeld || upgradeControl || fx.hidden
+	// A capability found by name is judged by owner(), roles and the
+	// upgrade power, unless every selector that revealed it has a power by
+	// effect: then its guards judge it (a mint behind a dead guard is no
+	// controlled mint, whoever owner() names).
+	named := maps.Clone(has)
+	for _, c := range f.Capabilities {
+		if len(c.Selectors) > 0 && !slices.ContainsFunc(c.Selectors, func(sel bytecode.Selector) bool { return !fx.explained[sel] }) {
+			delete(named, c.Class)
+		}
+	}
+	if f.Upgrade == UpgradeActive || f.Upgrade == UpgradeByToken {
+		named[Upgrade] = true
+	}
+	for cl := range fx.has {
+		has[cl] = true
+	}
 	v := Pass
 	switch {
-	case severe && control:
+	case severe(named, f.LimitFloor) && control, fx.severeLive:
 		v = Fail
-	case severe, has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0:
+	case severe(has, f.LimitFloor), has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0, fx.incomplete:
 		v = Warn
 	}
 	if f.KnownIssuer {
