@@ -279,3 +279,31 @@ func BenchmarkAnalyzeArtifacts(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEffects24KiB is the effects analysis (AnalyzeEffects: every
+// function followed path by path) of the same 24 KiB contract, legacy and
+// via-IR builds; the rug check caches it by code hash.
+func BenchmarkEffects24KiB(b *testing.B) {
+	for _, build := range []string{"legacy", "viair"} {
+		b.Run(build, func(b *testing.B) {
+			raw, err := os.ReadFile("testdata/Big." + build + ".json")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var a artifact
+			if err := json.Unmarshal(raw, &a); err != nil {
+				b.Fatal(err)
+			}
+			code := mustHex(b, a.DeployedBytecode)
+			scan := bytecode.Analyze(code)
+			b.SetBytes(int64(len(code)))
+			var e bytecode.Effects
+			for b.Loop() {
+				e = bytecode.AnalyzeEffects(code, scan)
+			}
+			if !e.Complete || len(e.Functions) != len(scan.Selectors)+1 {
+				b.Errorf("complete %v, %d functions for %d selectors", e.Complete, len(e.Functions), len(scan.Selectors))
+			}
+		})
+	}
+}

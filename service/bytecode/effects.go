@@ -726,10 +726,9 @@ func exemption(t *term) bool {
 // balance (arguments), a limit; otherwise a flag or a list.
 func gateKind(t *term) GateKind {
 	switch {
-	case contains(t, func(x *term) bool { return x.op == tTime || x.op == tNumber }):
+	case t.has&hasTime != 0:
 		return GateCooldown
-	case t.op == tOp && (t.code == 0x10 || t.code == 0x11 || t.code == 0x12 || t.code == 0x13) &&
-		contains(t, func(x *term) bool { return x.op == tCalldata }):
+	case t.op == tOp && (t.code == 0x10 || t.code == 0x11 || t.code == 0x12 || t.code == 0x13) && t.has&hasCalldata != 0:
 		return GateLimit
 	}
 	return GateFlag

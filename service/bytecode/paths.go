@@ -14,9 +14,9 @@ import (
 
 // Work bounds of one exploration: past them it stops and is incomplete.
 const (
-	maxPathEnds   = 768     // completed, reverted or cut paths
-	maxPathSteps  = 120_000 // instructions over all paths
-	loopBound     = 3       // forks at one JUMPI on one path
+	maxPathEnds   = 20_000    // completed, reverted or cut paths
+	maxPathSteps  = 1_000_000 // instructions over all paths
+	loopBound     = 3         // forks at one JUMPI on one path
 	maxSha3Words  = 8
 	maxReturnWord = 4
 )
@@ -27,7 +27,10 @@ type pathEnd struct {
 	selfdestruct bool
 	// panic: a failed assertion or arithmetic check (INVALID, or a
 	// REVERT of 0x24 bytes at 0: Panic(uint256) since solc 0.8).
-	panic  bool
+	panic bool
+	// closed: a revert whose conds hold its deciding condition; what came
+	// before it is left out.
+	closed bool
 	ret    []*term // RETURN's words, when at constant offsets
 	conds  []cond
 	writes []write
@@ -66,6 +69,7 @@ type pathState struct {
 	writes []write
 	conds  []cond
 	calls  []callSite
+	end    *pathEnd // how the path ended, once pc is −1
 }
 
 func (s *pathState) fork() *pathState {
@@ -80,9 +84,10 @@ type explorer struct {
 	dests    []bool
 	selector *uint256.Int // calldataload(0), the selector in its top bytes
 	cdsize   uint64
-	fresh    uint64
 	steps    int
 	ends     []pathEnd
+	memo     map[uint64][]memoEntry
+	frames   []*memoFrame
 	// incomplete: a bound was reached, or a jump went somewhere the
 	// analysis cannot follow (a computed target).
 	incomplete bool
@@ -93,33 +98,274 @@ func newExplorer(code []byte, end int, dests []bool, sel Selector, cdsize uint64
 	return &explorer{code: code, end: end, dests: dests, selector: word, cdsize: cdsize}
 }
 
-func (x *explorer) newFresh() *term {
-	x.fresh++
-	return newTerm(tFresh, 0, uint256.NewInt(x.fresh))
+// freshAt is the unknown value the instruction at pc makes (a call's
+// result, GAS): the same term on every path, so that paths meeting again
+// look alike to the memo.
+func (x *explorer) freshAt(pc int) *term {
+	return newTerm(tFresh, 0, uint256.NewInt(uint64(pc)))
 }
 
-// run explores every path from pc 0.
+// run explores every path from pc 0; x.ends are its distinct outcomes.
 func (x *explorer) run() {
-	work := []*pathState{{}}
-	for len(work) > 0 {
-		if len(x.ends) >= maxPathEnds || x.steps >= maxPathSteps {
+	x.memo = map[uint64][]memoEntry{}
+	x.ends = dedupe(x.explore(&pathState{}, false))
+}
+
+// segment is what a path did since some point: the prefix an outcome
+// found after that point is rebased on.
+type segment struct {
+	conds  []cond
+	writes []write
+	calls  []callSite
+}
+
+type mark struct{ conds, writes, calls int }
+
+func (s *pathState) mark() mark { return mark{len(s.conds), len(s.writes), len(s.calls)} }
+
+func (s *pathState) since(m mark) segment {
+	return segment{s.conds[m.conds:len(s.conds):len(s.conds)], s.writes[m.writes:len(s.writes):len(s.writes)],
+		s.calls[m.calls:len(s.calls):len(s.calls)]}
+}
+
+// explore runs s to the ends of its paths and returns their outcomes,
+// relative to s as it is on entry (what the paths did after it). At each
+// block start it asks the memo: a block reached again in the same state
+// (stack, memory, storage written) under conditions that agree on every
+// earlier condition its paths consulted has the same outcomes.
+func (x *explorer) explore(s *pathState, skipMemo bool) []pathEnd {
+	start := s.mark()
+	var outs []pathEnd
+	for {
+		if x.steps >= maxPathSteps || len(outs) > maxPathEnds {
 			x.incomplete = true
-			return
+			return outs
 		}
-		s := work[len(work)-1]
-		work = work[:len(work)-1]
-		if other := x.step(s); other != nil {
-			work = append(work, other)
+		taken, memo := x.step(s, skipMemo)
+		skipMemo = false
+		if taken != nil {
+			seg := taken.since(start)
+			outs = rebase(outs, seg, x.explore(taken, false))
 		}
-		if s.pc >= 0 {
-			work = append(work, s)
+		switch {
+		case memo:
+			seg := s.since(start)
+			return rebase(outs, seg, x.memoized(s))
+		case s.pc < 0:
+			if s.end != nil {
+				outs = rebase(outs, s.since(start), []pathEnd{trim(*s.end)})
+			}
+			return outs
 		}
 	}
 }
 
+// memoized explores s from a block start, or reuses what an earlier path
+// found there.
+func (x *explorer) memoized(s *pathState) []pathEnd {
+	key := s.key()
+	for _, e := range x.memo[key] {
+		if s.agrees(e.consulted) {
+			return e.outs
+		}
+	}
+	fr := &memoFrame{base: len(s.conds)}
+	x.frames = append(x.frames, fr)
+	outs := dedupe(x.explore(s, true))
+	x.frames = x.frames[:len(x.frames)-1]
+	x.memo[key] = append(x.memo[key], memoEntry{consulted: fr.consulted, outs: outs})
+	return outs
+}
+
+// memoFrame collects the conditions taken before a memo point (below
+// base) that the paths after it consulted to decide a branch.
+type memoFrame struct {
+	base      int
+	consulted []condRef
+}
+
+type condRef struct {
+	hash  uint64
+	truth bool
+}
+
+type memoEntry struct {
+	consulted []condRef
+	outs      []pathEnd
+}
+
+// agrees: s took every consulted condition the same way.
+func (s *pathState) agrees(refs []condRef) bool {
+	for _, r := range refs {
+		found := false
+		for _, c := range s.conds {
+			if c.base.hash == r.hash {
+				if c.truth != r.truth {
+					return false
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// key hashes what the rest of a path depends on besides its conditions:
+// where it is, its stack, its memory and the storage it wrote.
+func (s *pathState) key() uint64 {
+	h := mix(uint64(s.pc), uint64(len(s.stack)))
+	for _, t := range s.stack {
+		h = mix(h, t.hash)
+	}
+	for _, m := range s.mem {
+		h = mix(mix(h, m.off), m.val.hash)
+	}
+	for _, w := range s.writes {
+		h = mix(mix(h, w.slot.hash), w.val.hash)
+	}
+	return h
+}
+
+// rebase prefixes the outcomes found after a point with what the path
+// did before it (seg), trimmed to what the analysis reads (the outcomes
+// are trimmed already), and adds them to outs.
+func rebase(outs []pathEnd, seg segment, sub []pathEnd) []pathEnd {
+	var okConds, openConds []cond
+	okDone, openDone := false, false
+	for _, o := range sub {
+		n := o
+		switch {
+		case o.ok:
+			if !okDone {
+				okConds, okDone = trim(pathEnd{ok: true, conds: seg.conds}).conds, true
+			}
+			n.conds = append(append(make([]cond, 0, len(okConds)+len(o.conds)), okConds...), o.conds...)
+			n.writes = append(keptWrites(seg.writes), o.writes...)
+			n.calls = append(append(make([]callSite, 0, len(seg.calls)+len(o.calls)), seg.calls...), o.calls...)
+		case !o.closed:
+			// Only exemptions so far: the deciding condition, if any, is in
+			// the segment.
+			if !openDone {
+				openConds, openDone = seg.conds, true
+			}
+			n = trim(pathEnd{conds: append(append(make([]cond, 0, len(openConds)+len(o.conds)), openConds...), o.conds...)})
+		}
+		outs = append(outs, n)
+	}
+	return outs
+}
+
+// trim keeps of an outcome what the analysis reads: for a path that
+// succeeds, its caller checks and the bounds on its arguments (every
+// write and call); for a revert, the conditions from the last one that is
+// no exemption on (gatesOf); for a panic, nothing. A revert whose
+// deciding condition is known is closed: earlier conditions never matter.
+func trim(e pathEnd) pathEnd {
+	switch {
+	case e.panic:
+		e.conds, e.writes, e.calls, e.closed = nil, nil, nil, true
+	case !e.ok:
+		e.writes, e.calls = nil, nil
+		for j := len(e.conds) - 1; j >= 0 && !e.closed; j-- {
+			if !exemption(e.conds[j].base) {
+				e.conds, e.closed = e.conds[j:], true
+			}
+		}
+	default:
+		kept := e.conds[:0:0]
+		for _, c := range e.conds {
+			if okRelevant(c.base) {
+				kept = append(kept, c)
+			}
+		}
+		e.conds, e.writes = kept, keptWrites(e.writes)
+	}
+	return e
+}
+
+// keptWrites are the writes a summary reads: to fixed slots and mapping
+// elements, not to computed storage (the words of a string or an array,
+// which a copy loop writes in as many ways as it runs).
+func keptWrites(ws []write) []write {
+	out := make([]write, 0, len(ws))
+	for _, w := range ws {
+		if target(w.slot).Kind != TargetComputed {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// okRelevant: a condition a successful path's summary reads: a caller
+// check, or an argument compared with a constant (a ceiling).
+func okRelevant(t *term) bool {
+	if t.has&hasCaller != 0 {
+		return true
+	}
+	if t.op != tOp || (t.code != 0x10 && t.code != 0x11) {
+		return false
+	}
+	k, x := t.args[0], t.args[1]
+	if k.op != tConst {
+		k, x = x, k
+	}
+	// The ABI decoder's own checks compare with 2^64 − 1 and with the
+	// calldata size, string copies with word lengths: no ceiling of an
+	// argument.
+	x, _ = strip(x)
+	arg := x.op == tCalldata || x.op == tOp && x.code == 0x01 && x.args[0].op == tCalldata && x.args[1].op == tCalldata
+	return arg && k.op == tConst && k.k.IsUint64() && k.k.Uint64() < 1<<32 && k.k.Uint64() != calldataSize
+}
+
+// dedupe drops outcomes identical to an earlier one.
+func dedupe(outs []pathEnd) []pathEnd {
+	seen := map[uint64]bool{}
+	kept := outs[:0]
+	for _, o := range outs {
+		h := o.signature()
+		if !seen[h] {
+			seen[h] = true
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+func (e pathEnd) signature() uint64 {
+	flags := uint64(0)
+	for i, b := range []bool{e.ok, e.panic, e.selfdestruct, e.closed} {
+		if b {
+			flags |= 1 << i
+		}
+	}
+	h := mix(flags, uint64(len(e.conds)))
+	for _, c := range e.conds {
+		t := uint64(0)
+		if c.truth {
+			t = 1
+		}
+		h = mix(mix(h, c.base.hash), t)
+	}
+	h = mix(h, uint64(len(e.writes)))
+	for _, w := range e.writes {
+		h = mix(mix(h, w.slot.hash), w.val.hash)
+	}
+	h = mix(h, uint64(len(e.calls)))
+	for _, c := range e.calls {
+		h = mix(mix(h, uint64(c.op)), c.target.hash)
+	}
+	for _, r := range e.ret {
+		h = mix(h, r.hash)
+	}
+	return h
+}
+
 func (x *explorer) finish(s *pathState, e pathEnd) {
-	e.conds, e.writes, e.calls = s.conds, s.writes, s.calls
-	x.ends = append(x.ends, e)
+	s.end = &e
 	s.pc = -1
 }
 
@@ -136,18 +382,22 @@ func (s *pathState) pop() *term {
 
 func (s *pathState) push(t *term) { s.stack = append(s.stack, t) }
 
-// step runs s until it ends (pc −1) or forks; a fork returns the other
-// branch's state.
-func (x *explorer) step(s *pathState) *pathState {
-	for {
+// step runs s until it ends (pc −1), forks (the other branch's state is
+// returned) or reaches a block start (memo, unless skipMemo and it is
+// the first instruction).
+func (x *explorer) step(s *pathState, skipMemo bool) (taken *pathState, memo bool) {
+	for first := true; ; first = false {
+		if s.pc >= 0 && s.pc < x.end && x.code[s.pc] == opJUMPDEST && !(first && skipMemo) {
+			return nil, true
+		}
 		if s.pc < 0 || s.pc >= x.end {
 			x.finish(s, pathEnd{ok: true}) // running off the code is STOP
-			return nil
+			return nil, false
 		}
 		x.steps++
 		if x.steps >= maxPathSteps {
 			x.cut(s)
-			return nil
+			return nil, false
 		}
 		op := x.code[s.pc]
 		pops, pushes, defined := pathEffect(op)
@@ -165,7 +415,7 @@ func (x *explorer) step(s *pathState) *pathState {
 			d := int(op-opDUP1) + 1
 			if len(s.stack) < d {
 				x.finish(s, pathEnd{})
-				return nil
+				return nil, false
 			}
 			s.push(s.stack[len(s.stack)-d])
 			s.pc++
@@ -174,7 +424,7 @@ func (x *explorer) step(s *pathState) *pathState {
 			d := int(op-opSWAP1) + 1
 			if len(s.stack) <= d {
 				x.finish(s, pathEnd{})
-				return nil
+				return nil, false
 			}
 			top := len(s.stack) - 1
 			s.stack[top], s.stack[top-d] = s.stack[top-d], s.stack[top]
@@ -183,7 +433,7 @@ func (x *explorer) step(s *pathState) *pathState {
 		}
 		if !defined || len(s.stack) < pops {
 			x.finish(s, pathEnd{panic: op == opINVALID}) // an undefined opcode or a stack underflow halts
-			return nil
+			return nil, false
 		}
 		args := make([]*term, pops)
 		for i := range args {
@@ -192,23 +442,23 @@ func (x *explorer) step(s *pathState) *pathState {
 		switch op {
 		case opSTOP:
 			x.finish(s, pathEnd{ok: true})
-			return nil
+			return nil, false
 		case opRETURN:
 			x.finish(s, pathEnd{ok: true, ret: x.readWords(s, args[0], args[1], maxReturnWord)})
-			return nil
+			return nil, false
 		case opREVERT:
 			x.finish(s, pathEnd{panic: args[0].isConstU64(0) && args[1].isConstU64(0x24)})
-			return nil
+			return nil, false
 		case opSELFDESTRUCT:
 			x.finish(s, pathEnd{ok: true, selfdestruct: true})
-			return nil
+			return nil, false
 		case opJUMP:
 			if !x.jumpTo(s, args[0]) {
-				return nil
+				return nil, false
 			}
 			continue
 		case opJUMPI:
-			return x.branch(s, args[0], args[1])
+			return x.branch(s, args[0], args[1]), false
 		}
 		if pushes == 1 {
 			s.push(x.value(s, op, args))
@@ -264,8 +514,13 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 	}
 	base, neg := strip(condition)
 	visits := 0
-	for _, c := range s.conds {
+	for i, c := range s.conds {
 		if c.base.hash == base.hash {
+			for _, fr := range x.frames {
+				if fr.base > i {
+					fr.consulted = append(fr.consulted, condRef{c.base.hash, c.truth})
+				}
+			}
 			if c.truth != neg { // condition true: jump
 				x.jumpTo(s, target)
 			} else {
@@ -281,6 +536,7 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 		s.pc = -1 // the loop's earlier exits carry on past it
 		return nil
 	}
+
 	taken := s.fork()
 	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc})
 	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc})
@@ -327,7 +583,7 @@ func (x *explorer) value(s *pathState, op byte, args []*term) *term {
 			}
 			return newTerm(tOp, opMLOAD, nil, args[0])
 		}
-		return x.newFresh()
+		return x.freshAt(s.pc)
 	case opSLOAD:
 		for i := len(s.writes) - 1; i >= 0; i-- {
 			if s.writes[i].slot.hash == args[0].hash {
@@ -339,7 +595,7 @@ func (x *explorer) value(s *pathState, op byte, args []*term) *term {
 		if words := x.readWords(s, args[0], args[1], maxSha3Words); words != nil {
 			return sha3(words)
 		}
-		return x.newFresh()
+		return x.freshAt(s.pc)
 	case 0xf1, 0xf2, 0xf4, 0xfa: // CALL, CALLCODE, DELEGATECALL, STATICCALL
 		c := callSite{op: op, target: args[1], pc: s.pc}
 		retOff, retLen := args[4], args[5]
@@ -348,7 +604,7 @@ func (x *explorer) value(s *pathState, op byte, args []*term) *term {
 		}
 		s.calls = append(s.calls, c)
 		x.clobber(s, retOff, retLen)
-		return x.newFresh()
+		return x.freshAt(s.pc)
 	case 0x31, 0x3b, 0x3f, 0x47: // BALANCE, EXTCODESIZE, EXTCODEHASH, SELFBALANCE
 		return newTerm(tOp, op, nil, args...)
 	case 0x58: // PC
@@ -357,7 +613,7 @@ func (x *explorer) value(s *pathState, op byte, args []*term) *term {
 	if op <= 0x1d || op == 0x0a || op == 0x0b {
 		return apply(op, args...)
 	}
-	return x.newFresh() // GAS, RETURNDATASIZE, CREATE, the block's other fields, TLOAD, ...
+	return x.freshAt(s.pc) // GAS, RETURNDATASIZE, CREATE, the block's other fields, TLOAD, ...
 }
 
 // sideEffect runs an opcode that pushes nothing.

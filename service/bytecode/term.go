@@ -16,7 +16,17 @@ type term struct {
 	k    uint256.Int // tConst: the value; tCalldata: the offset; tFresh: an id
 	args []*term
 	hash uint64
+	// has: kinds of leaves inside the term (has* bits), for quick tests.
+	has uint8
 }
+
+// Leaf kinds a term may contain.
+const (
+	hasCaller   uint8 = 1 << iota // CALLER or ORIGIN
+	hasCalldata                   // a calldata word
+	hasSload                      // a storage read
+	hasTime                       // TIMESTAMP or NUMBER
+)
 
 type termOp uint8
 
@@ -56,8 +66,19 @@ func newTerm(op termOp, code byte, k *uint256.Int, args ...*term) *term {
 	}
 	for _, a := range args {
 		h = mix(h, a.hash)
+		t.has |= a.has
 	}
 	t.hash = h
+	switch {
+	case op == tCaller || op == tOrigin:
+		t.has |= hasCaller
+	case op == tCalldata || op == tOp && code == opCALLDATALOAD:
+		t.has |= hasCalldata
+	case op == tSload:
+		t.has |= hasSload
+	case op == tTime || op == tNumber:
+		t.has |= hasTime
+	}
 	return t
 }
 
