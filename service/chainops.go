@@ -42,6 +42,7 @@ var deadAddress = common.HexToAddress("0x000000000000000000000000000000000000dEa
 // Chain is what the chain analytics need; *chain.Client provides it.
 type Chain interface {
 	Inspect(ctx context.Context, addr common.Address, windowBlocks uint64, ownerProbes ...[]byte) (*chain.Contract, error)
+	Storage(ctx context.Context, addr common.Address, block uint64, slots []common.Hash) ([]common.Hash, error)
 }
 
 // errNotToken marks an address that holds no token contract.
@@ -52,11 +53,30 @@ func (e *errNotToken) Error() string {
 }
 
 // scans caches bytecode analyses by code hash: code never changes under
-// its hash, so a hot rug check skips the scan.
+// its hash, so a hot rug check skips the scan and the effects analysis.
 type scans struct {
-	mu     sync.Mutex
-	m      map[common.Hash]bytecode.Scan
-	lookup func(cache string, hit bool)
+	mu      sync.Mutex
+	m       map[common.Hash]bytecode.Scan
+	effects map[common.Hash]bytecode.Effects
+	lookup  func(cache string, hit bool)
+}
+
+// effectsOf is the effects analysis of code (whose scan is sc), cached.
+func (s *scans) effectsOf(hash common.Hash, code []byte, sc bytecode.Scan) bytecode.Effects {
+	s.mu.Lock()
+	e, ok := s.effects[hash]
+	s.mu.Unlock()
+	if ok {
+		return e
+	}
+	e = bytecode.AnalyzeEffects(code, sc)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.effects == nil || len(s.effects) > 10_000 {
+		s.effects = map[common.Hash]bytecode.Effects{}
+	}
+	s.effects[hash] = e
+	return e
 }
 
 func (s *scans) get(hash common.Hash, code []byte) bytecode.Scan {
@@ -153,6 +173,9 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	if k.Owner != nil {
 		facts.OwnerEvidence = k.OwnerSource + " = " + k.Owner.Hex()
 	}
+	if facts.Effects, err = a.effectFacts(ctx, k, scan, implHash, implScan); err != nil {
+		return nil, err
+	}
 	var collapse *whales.Collapse
 	if a.whales != nil {
 		if snap := a.whales.Snapshot(); snap != nil {
@@ -173,6 +196,10 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	}
 	for _, r := range report.Rules {
 		checks.Rules = append(checks.Rules, &tollgatev1.FlagRule{Flag: r.Flag, Rule: r.Rule, Evidence: r.Evidence})
+	}
+	for _, p := range facts.Effects.Powers {
+		checks.Capabilities = append(checks.Capabilities, &tollgatev1.Capability{Class: capabilityClass(p.Class), Source: facts.Effects.Source,
+			Selectors: []string{"0x" + hex.EncodeToString(p.Selector[:])}, Signatures: []string{}, Effect: powerText(p)})
 	}
 	for _, c := range caps {
 		pc := &tollgatev1.Capability{Class: capabilityClass(c.Class), Signatures: c.Signatures, Source: c.Source}
@@ -222,6 +249,54 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		resp.Flags = []string{}
 	}
 	return resp, nil
+}
+
+// effectFacts analyses the code behind k (the implementation's behind a
+// proxy) for powers by effect and reads the addresses in their guard
+// fields from k's storage at the inspected block: one batch more, only
+// when there are such fields.
+func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, scan bytecode.Scan, implHash common.Hash, implScan *bytecode.Scan) (*rugcheck.EffectFacts, error) {
+	code, hash, source := k.Code, k.CodeHash, "token"
+	if implScan != nil {
+		code, hash, scan, source = k.ImplementationCode, implHash, *implScan, "implementation"
+	}
+	e := a.scans.effectsOf(hash, code, scan)
+	fields := rugcheck.GuardFields(e)
+	slots := map[rugcheck.SlotField][20]byte{}
+	if len(fields) > 0 {
+		keys := make([]common.Hash, len(fields))
+		for i, f := range fields {
+			keys[i] = f.Slot
+		}
+		words, err := a.chain.Storage(ctx, k.Address, k.Head, keys)
+		if err != nil {
+			return nil, fmt.Errorf("guard slots: %w", err)
+		}
+		for i, f := range fields {
+			slots[f] = fieldAddress(words[i], f.Offset)
+		}
+	}
+	return rugcheck.EffectFactsOf(e, source, slots), nil
+}
+
+// fieldAddress is the address packed at a bit offset of a storage word.
+func fieldAddress(w common.Hash, offset uint) [20]byte {
+	var a [20]byte
+	if offset%8 != 0 || offset > 96 {
+		return a
+	}
+	end := 32 - int(offset/8)
+	copy(a[:], w[end-20:end])
+	return a
+}
+
+// powerText is a power's effect and guards, for its Capability record.
+func powerText(p rugcheck.Power) string {
+	var guards []string
+	for _, g := range p.Guards {
+		guards = append(guards, rugcheck.GuardText(g))
+	}
+	return p.Effect + "; callable when " + strings.Join(guards, ", or ")
 }
 
 // upgrade is who can replace a proxy's implementation (rule RC-4).
@@ -463,7 +538,8 @@ func capabilityClass(c rugcheck.Class) tollgatev1.CapabilityClass {
 		rugcheck.Mint: tollgatev1.CapabilityClass_CAPABILITY_CLASS_MINT, rugcheck.Blacklist: tollgatev1.CapabilityClass_CAPABILITY_CLASS_BLACKLIST,
 		rugcheck.Pause: tollgatev1.CapabilityClass_CAPABILITY_CLASS_PAUSE, rugcheck.Fee: tollgatev1.CapabilityClass_CAPABILITY_CLASS_FEE,
 		rugcheck.Limit: tollgatev1.CapabilityClass_CAPABILITY_CLASS_LIMIT, rugcheck.Trading: tollgatev1.CapabilityClass_CAPABILITY_CLASS_TRADING,
-		rugcheck.Upgrade: tollgatev1.CapabilityClass_CAPABILITY_CLASS_UPGRADE,
+		rugcheck.Upgrade: tollgatev1.CapabilityClass_CAPABILITY_CLASS_UPGRADE, rugcheck.Seize: tollgatev1.CapabilityClass_CAPABILITY_CLASS_SEIZE,
+		rugcheck.Hook: tollgatev1.CapabilityClass_CAPABILITY_CLASS_HOOK,
 	}[c]
 }
 

@@ -145,10 +145,13 @@ type Write struct {
 	Target Target
 	Change Change
 	Guarded
-	// Ceiling: on every path making the write, an argument it writes is
-	// compared with a constant; Bound is the largest such constant.
+	// Ceiling: on every path making the write, the argument it writes is
+	// checked to be at most a constant; Bound is the largest such
+	// constant. Floor: on every such path it is checked to be at least a
+	// positive constant or a stored value (a share of the supply).
 	Ceiling bool
 	Bound   uint256.Int
+	Floor   bool
 }
 
 // GateKind is what a gate does to a transfer.
@@ -296,18 +299,17 @@ func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {
 			k := key{t, change(w)}
 			wr := writes[k]
 			if wr == nil {
-				wr = &Write{Target: k.t, Change: k.c, Ceiling: true}
+				wr = &Write{Target: k.t, Change: k.c, Ceiling: true, Floor: true}
 				writes[k] = wr
 				order = append(order, k)
 			}
 			wr.add(guards)
-			if bound, ok := ceiling(w.val, end.conds); ok {
-				if bound.Gt(&wr.Bound) {
-					wr.Bound = bound
-				}
-			} else {
-				wr.Ceiling = false
+			bound, capped, floor := bounds(w.val, end.conds)
+			if capped && bound.Gt(&wr.Bound) {
+				wr.Bound = bound
 			}
+			wr.Ceiling = wr.Ceiling && capped
+			wr.Floor = wr.Floor && floor
 		}
 		for _, c := range end.calls {
 			if c.op == opDELEGATECALL {
@@ -567,11 +569,12 @@ func isOld(t, slot *term) bool {
 	return t.op == tSload && t.args[0].hash == slot.hash
 }
 
-// ceiling finds a bound on what a path writes: a condition comparing the
-// written argument (or a sum of arguments) with a constant below 2^64
-// (require(fee <= 25)); the ABI decoder's own bounds are larger. The
-// bound is the constant.
-func ceiling(val *term, conds []cond) (uint256.Int, bool) {
+// bounds reads the limits a path put on what it writes: a condition it
+// passed comparing the written argument (or a sum of arguments) with a
+// constant below 2^32 from above (require(fee <= 25): a ceiling, the
+// constant), or from below with a positive constant or a stored value
+// (require(max >= totalSupply / 1000): a floor).
+func bounds(val *term, conds []cond) (ceil uint256.Int, hasCeil, floor bool) {
 	v, _ := strip(val)
 	args := map[uint64]bool{}
 	visit(v, func(t *term) {
@@ -580,30 +583,32 @@ func ceiling(val *term, conds []cond) (uint256.Int, bool) {
 		}
 	})
 	if len(args) == 0 {
-		return uint256.Int{}, false
+		return ceil, false, false
 	}
-	sumOfArgs := func(t *term) bool {
+	isArg := func(t *term) bool {
 		t, _ = strip(t)
 		return t.hash == v.hash || args[t.hash] || t.op == tOp && t.code == 0x01 && args[t.args[0].hash] && args[t.args[1].hash]
 	}
-	var bound uint256.Int
-	found := false
 	for _, c := range conds {
 		b := c.base
 		if b.op != tOp || (b.code != 0x10 && b.code != 0x11) {
 			continue
 		}
-		for _, side := range [][2]*term{{b.args[0], b.args[1]}, {b.args[1], b.args[0]}} {
-			x, k := side[0], side[1]
-			if k.op != tConst || !k.k.IsUint64() || k.k.Uint64() == ^uint64(0) || !sumOfArgs(x) {
-				continue
+		// Taken as written: lo < hi (strictly or not).
+		lo, hi := b.args[0], b.args[1] // LT true: a < b
+		if (b.code == 0x11) == c.truth { // GT true: a > b; LT false: a >= b
+			lo, hi = hi, lo
+		}
+		switch {
+		case isArg(lo) && hi.op == tConst && hi.k.IsUint64() && hi.k.Uint64() < 1<<32:
+			if !hasCeil || hi.k.Gt(&ceil) {
+				ceil, hasCeil = hi.k, true
 			}
-			if !found || k.k.Gt(&bound) {
-				bound, found = k.k, true
-			}
+		case isArg(hi) && (lo.op == tConst && !lo.k.IsZero() || lo.op != tConst && lo.has&hasSload != 0 && lo.has&hasCalldata == 0):
+			floor = true
 		}
 	}
-	return bound, found
+	return ceil, hasCeil, floor
 }
 
 // balanceSlots: the mapping bases balanceOf returns an element of, keyed

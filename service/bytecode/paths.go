@@ -301,7 +301,10 @@ func keptWrites(ws []write) []write {
 }
 
 // okRelevant: a condition a successful path's summary reads: a caller
-// check, or an argument compared with a constant (a ceiling).
+// check, or an argument compared with a small constant or a stored value
+// (a ceiling or a floor on what it writes). The ABI decoder's own checks
+// compare with 2^64 − 1 and the calldata size, string copies with word
+// lengths: none of them bounds an argument.
 func okRelevant(t *term) bool {
 	if t.has&hasCaller != 0 {
 		return true
@@ -309,16 +312,18 @@ func okRelevant(t *term) bool {
 	if t.op != tOp || (t.code != 0x10 && t.code != 0x11) {
 		return false
 	}
-	k, x := t.args[0], t.args[1]
-	if k.op != tConst {
-		k, x = x, k
+	for i := range 2 {
+		x, other := t.args[i], t.args[1-i]
+		x, _ = strip(x)
+		if x.op != tCalldata && !(x.op == tOp && x.code == 0x01 && x.args[0].op == tCalldata && x.args[1].op == tCalldata) {
+			continue
+		}
+		if other.op == tConst {
+			return other.k.IsUint64() && other.k.Uint64() < 1<<32 && other.k.Uint64() != calldataSize
+		}
+		return other.has&hasSload != 0 && other.has&hasCalldata == 0
 	}
-	// The ABI decoder's own checks compare with 2^64 − 1 and with the
-	// calldata size, string copies with word lengths: no ceiling of an
-	// argument.
-	x, _ = strip(x)
-	arg := x.op == tCalldata || x.op == tOp && x.code == 0x01 && x.args[0].op == tCalldata && x.args[1].op == tCalldata
-	return arg && k.op == tConst && k.k.IsUint64() && k.k.Uint64() < 1<<32 && k.k.Uint64() != calldataSize
+	return false
 }
 
 // dedupe drops outcomes identical to an earlier one.

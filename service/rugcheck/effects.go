@@ -35,6 +35,9 @@ type Power struct {
 	// of the amount (Cap says the bound).
 	Capped bool
 	Cap    string
+	// Floor: a limit whose every setter refuses values below a positive
+	// constant or a share of the supply: it cannot freeze holders.
+	Floor bool
 }
 
 // MaxCappedFee is the largest fee ceiling, as a fraction of the amount,
@@ -67,6 +70,7 @@ func Powers(e bytecode.Effects) []Power {
 					}
 				}
 				out[i].Capped = out[i].Capped && p.Capped
+				out[i].Floor = out[i].Floor && p.Floor
 				return
 			}
 		}
@@ -92,8 +96,12 @@ func Powers(e bytecode.Effects) []Power {
 	for _, g := range e.Gates {
 		writers(g.Target, func(f bytecode.Function, w bytecode.Write) {
 			class := gateClass(g.Kind, f.Selector)
-			add(Power{Class: class, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
-				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", targetText(g.Target), selectorName(g.Selector), gateText[g.Kind])})
+			p := Power{Class: class, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards, Floor: class == Limit && w.Floor,
+				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", targetText(g.Target), selectorName(g.Selector), gateText[g.Kind])}
+			if p.Floor {
+				p.Effect += ", with a floor"
+			}
+			add(p)
 		})
 	}
 	for _, fee := range e.Fees {
@@ -237,8 +245,10 @@ var deadAddress = [20]byte{18: 0xde, 19: 0xad}
 
 func gone(a [20]byte) bool { return a == [20]byte{} || a == deadAddress }
 
-// guardState says whether a guard still lets someone in, and why.
-func (e *EffectFacts) guardState(g bytecode.Guard) (live bool, addr [20]byte, text string) {
+// guardState says whether a guard still lets someone in, and why. A
+// mapping keyed by the caller is an AccessControl role when the code has
+// one (held as Facts.Roles says), else an allow-list assumed held.
+func (e *EffectFacts) guardState(g bytecode.Guard, f Facts) (live bool, addr [20]byte, text string) {
 	switch g.Kind {
 	case bytecode.GuardSlot:
 		v, read := e.Slots[SlotField{g.Slot, g.Offset}]
@@ -248,6 +258,13 @@ func (e *EffectFacts) guardState(g bytecode.Guard) (live bool, addr [20]byte, te
 		return !gone(v), v, fmt.Sprintf("%s, which holds 0x%x", GuardText(g), v[:])
 	case bytecode.GuardConstant:
 		return !gone(g.Address), g.Address, GuardText(g)
+	}
+	if f.RoleBased {
+		held := slices.ContainsFunc(f.Roles, func(r Role) bool { return r.Held })
+		if held {
+			return true, [20]byte{}, GuardText(g) + " (an AccessControl role, held)"
+		}
+		return false, [20]byte{}, GuardText(g) + " (an AccessControl role, held by no one)"
 	}
 	return true, [20]byte{}, GuardText(g) + " (its members cannot be listed from storage: assumed held)"
 }
@@ -279,7 +296,7 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 		live := false
 		var texts []string
 		for _, g := range p.Guards {
-			l, addr, text := e.guardState(g)
+			l, addr, text := e.guardState(g, f)
 			texts = append(texts, text)
 			live = live || l
 			owners := e.Owner != nil && g.Kind == bytecode.GuardSlot && *e.Owner == (SlotField{g.Slot, g.Offset})
@@ -292,7 +309,8 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 			state = "live"
 		}
 		add(classFlag[p.Class], RuleEffect, fmt.Sprintf("%s in the %s code %s; callable when %s (%s)", name, e.Source, p.Effect, strings.Join(texts, ", or "), state))
-		if live && !(p.Class == Fee && p.Capped) {
+		probedFloor := f.LimitFloor && slices.Contains(LimitSetters(), p.Selector)
+		if live && !(p.Class == Fee && p.Capped) && !(p.Class == Limit && (p.Floor || probedFloor)) {
 			out.severeLive = true
 		}
 	}

@@ -313,6 +313,11 @@ const (
 	CapabilityClass_CAPABILITY_CLASS_TRADING CapabilityClass = 6
 	// The code can be replaced.
 	CapabilityClass_CAPABILITY_CLASS_UPGRADE CapabilityClass = 7
+	// Balances other than the caller's can be debited (seized, burnt from)
+	// without an allowance.
+	CapabilityClass_CAPABILITY_CLASS_SEIZE CapabilityClass = 8
+	// Transfers call an external contract whose address can be set.
+	CapabilityClass_CAPABILITY_CLASS_HOOK CapabilityClass = 9
 )
 
 // Enum value maps for CapabilityClass.
@@ -326,6 +331,8 @@ var (
 		5: "CAPABILITY_CLASS_LIMIT",
 		6: "CAPABILITY_CLASS_TRADING",
 		7: "CAPABILITY_CLASS_UPGRADE",
+		8: "CAPABILITY_CLASS_SEIZE",
+		9: "CAPABILITY_CLASS_HOOK",
 	}
 	CapabilityClass_value = map[string]int32{
 		"CAPABILITY_CLASS_UNSPECIFIED": 0,
@@ -336,6 +343,8 @@ var (
 		"CAPABILITY_CLASS_LIMIT":       5,
 		"CAPABILITY_CLASS_TRADING":     6,
 		"CAPABILITY_CLASS_UPGRADE":     7,
+		"CAPABILITY_CLASS_SEIZE":       8,
+		"CAPABILITY_CLASS_HOOK":        9,
 	}
 )
 
@@ -977,7 +986,10 @@ type Capability struct {
 	// Known signatures of those selectors, e.g. "mint(address,uint256)".
 	Signatures []string `protobuf:"bytes,3,rep,name=signatures,proto3" json:"signatures,omitempty"`
 	// Where they were found: "token" or "implementation".
-	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// For a capability found by what a function does (rule RC-14), not by
+	// its name: the effect and who may call it. Empty for a name.
+	Effect        string `protobuf:"bytes,5,opt,name=effect,proto3" json:"effect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1036,6 +1048,13 @@ func (x *Capability) GetSignatures() []string {
 func (x *Capability) GetSource() string {
 	if x != nil {
 		return x.Source
+	}
+	return ""
+}
+
+func (x *Capability) GetEffect() string {
+	if x != nil {
+		return x.Effect
 	}
 	return ""
 }
@@ -2005,7 +2024,7 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05block\x18\x03 \x01(\rR\x05block\x12\x14\n" +
-	"\x05venue\x18\x04 \x01(\tR\x05venue\"\x96\x01\n" +
+	"\x05venue\x18\x04 \x01(\tR\x05venue\"\xae\x01\n" +
 	"\n" +
 	"Capability\x122\n" +
 	"\x05class\x18\x01 \x01(\x0e2\x1c.tollgate.v1.CapabilityClassR\x05class\x12\x1c\n" +
@@ -2013,7 +2032,8 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\n" +
 	"signatures\x18\x03 \x03(\tR\n" +
 	"signatures\x12\x16\n" +
-	"\x06source\x18\x04 \x01(\tR\x06source\"\xe6\x02\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x16\n" +
+	"\x06effect\x18\x05 \x01(\tR\x06effect\"\xe6\x02\n" +
 	"\tProxyInfo\x12*\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x16.tollgate.v1.ProxyKindR\x04kind\x12&\n" +
 	"\x0eimplementation\x18\x02 \x01(\tR\x0eimplementation\x124\n" +
@@ -2124,7 +2144,7 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x16VOLATILITY_FLAG_NORMAL\x10\x02\x1a\n" +
 	"\x8a\xb5\x18\x06NORMAL\x12 \n" +
 	"\x13VOLATILITY_FLAG_LOW\x10\x03\x1a\a\x8a\xb5\x18\x03LOW\x12(\n" +
-	"\x17VOLATILITY_FLAG_UNKNOWN\x10\x04\x1a\v\x8a\xb5\x18\aUNKNOWN*\xce\x02\n" +
+	"\x17VOLATILITY_FLAG_UNKNOWN\x10\x04\x1a\v\x8a\xb5\x18\aUNKNOWN*\x9a\x03\n" +
 	"\x0fCapabilityClass\x12 \n" +
 	"\x1cCAPABILITY_CLASS_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x15CAPABILITY_CLASS_MINT\x10\x01\x1a\b\x8a\xb5\x18\x04mint\x12-\n" +
@@ -2133,7 +2153,9 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x14CAPABILITY_CLASS_FEE\x10\x04\x1a\a\x8a\xb5\x18\x03fee\x12%\n" +
 	"\x16CAPABILITY_CLASS_LIMIT\x10\x05\x1a\t\x8a\xb5\x18\x05limit\x12)\n" +
 	"\x18CAPABILITY_CLASS_TRADING\x10\x06\x1a\v\x8a\xb5\x18\atrading\x12)\n" +
-	"\x18CAPABILITY_CLASS_UPGRADE\x10\a\x1a\v\x8a\xb5\x18\aupgrade*\xf1\x02\n" +
+	"\x18CAPABILITY_CLASS_UPGRADE\x10\a\x1a\v\x8a\xb5\x18\aupgrade\x12%\n" +
+	"\x16CAPABILITY_CLASS_SEIZE\x10\b\x1a\t\x8a\xb5\x18\x05seize\x12#\n" +
+	"\x15CAPABILITY_CLASS_HOOK\x10\t\x1a\b\x8a\xb5\x18\x04hook*\xf1\x02\n" +
 	"\tProxyKind\x12\x1a\n" +
 	"\x16PROXY_KIND_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x12PROXY_KIND_EIP1967\x10\x01\x1a\v\x8a\xb5\x18\aeip1967\x121\n" +
