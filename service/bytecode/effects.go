@@ -595,7 +595,7 @@ func bounds(val *term, conds []cond) (ceil uint256.Int, hasCeil, floor bool) {
 			continue
 		}
 		// Taken as written: lo < hi (strictly or not).
-		lo, hi := b.args[0], b.args[1] // LT true: a < b
+		lo, hi := b.args[0], b.args[1]   // LT true: a < b
 		if (b.code == 0x11) == c.truth { // GT true: a > b; LT false: a >= b
 			lo, hi = hi, lo
 		}
