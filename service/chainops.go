@@ -201,7 +201,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		checks.Capabilities = append(checks.Capabilities, &tollgatev1.Capability{Class: capabilityClass(p.Class), Source: facts.Effects.Source,
 			Selectors: []string{"0x" + hex.EncodeToString(p.Selector[:])}, Signatures: []string{}, Effect: powerText(p)})
 	}
-	for _, c := range caps {
+	for _, c := range rugcheck.NamedCapabilities(facts) {
 		pc := &tollgatev1.Capability{Class: capabilityClass(c.Class), Signatures: c.Signatures, Source: c.Source}
 		for _, s := range c.Selectors {
 			pc.Selectors = append(pc.Selectors, "0x"+hex.EncodeToString(s[:]))
@@ -460,6 +460,7 @@ func roleHoldings(k *chain.Contract, roleBased bool) ([]rugcheck.Role, []*tollga
 // (no active owner: the setter is guarded otherwise).
 func limitFloor(k *chain.Contract, caps []rugcheck.Capability) bool {
 	setters := rugcheck.LimitSetters()
+	probed := false
 	for _, c := range caps {
 		if c.Class != rugcheck.Limit {
 			continue
@@ -472,9 +473,10 @@ func limitFloor(k *chain.Contract, caps []rugcheck.Capability) bool {
 			if k.OwnerProbes == nil || k.OwnerProbes[i] {
 				return false
 			}
+			probed = true
 		}
 	}
-	return true
+	return probed // no setter probed (removeLimits() alone): no floor to speak of
 }
 
 // GetToken implements tollgatev1.AnalyticsServiceServer. Each fact the

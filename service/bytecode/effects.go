@@ -29,6 +29,18 @@ type Effects struct {
 	// Complete: every function was followed to the end of every path
 	// within the analysis's bounds, with no computed jump.
 	Complete bool
+
+	// gateConds are the deciding conditions behind each gate (taken the
+	// way that reverts); writeVals the values each write stores.
+	gateConds map[Gate][]cond
+	writeVals map[writeKey][]*term
+}
+
+type writeKey struct {
+	sel      Selector
+	fallback bool
+	target   Target
+	change   Change
 }
 
 // Function is one externally callable function: a selector of the
@@ -231,7 +243,7 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 		dests[pc] = code[pc] == opJUMPDEST
 	}
 	end := max(s.CodeEnd, len(body))
-	e := Effects{Complete: true}
+	e := Effects{Complete: true, gateConds: map[Gate][]cond{}, writeVals: map[writeKey][]*term{}}
 	explore := func(sel Selector) *explorer {
 		x := newExplorer(code, end, dests, sel, calldataSize)
 		x.run()
@@ -304,6 +316,10 @@ func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {
 				order = append(order, k)
 			}
 			wr.add(guards)
+			wk := writeKey{sel, fallback, k.t, k.c}
+			if !slices.ContainsFunc(e.writeVals[wk], func(v *term) bool { return v.hash == w.val.hash }) {
+				e.writeVals[wk] = append(e.writeVals[wk], w.val)
+			}
 			bound, capped, floor := bounds(w.val, end.conds)
 			if capped && bound.Gt(&wr.Bound) {
 				wr.Bound = bound
@@ -670,8 +686,11 @@ func (e *Effects) readTransfer(sel Selector, x *explorer) {
 			continue
 		}
 		for _, g := range gatesOf(end.conds, sel, balances) {
-			if !slices.Contains(e.Gates, g) {
-				e.Gates = append(e.Gates, g)
+			if !slices.Contains(e.Gates, g.Gate) {
+				e.Gates = append(e.Gates, g.Gate)
+			}
+			if !slices.ContainsFunc(e.gateConds[g.Gate], func(c cond) bool { return c.base.hash == g.cond.base.hash && c.truth == g.cond.truth }) {
+				e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
 			}
 		}
 	}
@@ -683,13 +702,13 @@ func (e *Effects) readTransfer(sel Selector, x *explorer) {
 // gatesOf reads the storage that decided a reverting path: its last
 // condition, or, when that compared an address with an address in storage
 // (an exemption: from == owner), the condition before it.
-func gatesOf(conds []cond, sel Selector, skip func(Target) bool) []Gate {
+func gatesOf(conds []cond, sel Selector, skip func(Target) bool) []gateCond {
 	for i := len(conds) - 1; i >= 0; i-- {
 		c := conds[i]
 		if exemption(c.base) {
 			continue
 		}
-		var out []Gate
+		var out []gateCond
 		kind := gateKind(c.base)
 		for _, r := range directReads(c.base) {
 			t := target(r.slot)
@@ -701,11 +720,99 @@ func gatesOf(conds []cond, sel Selector, skip func(Target) bool) []Gate {
 			if t.Kind == TargetMapping && k == GateFlag {
 				k = GateList
 			}
-			out = append(out, Gate{Target: t, Kind: k, Selector: sel})
+			out = append(out, gateCond{Gate{Target: t, Kind: k, Selector: sel}, c})
 		}
 		return out
 	}
 	return nil
+}
+
+// gateCond is a gate with the condition that decided its revert.
+type gateCond struct {
+	Gate
+	cond cond
+}
+
+// Closes reports whether function f's write w can close gate g: make
+// transfer revert where it did not. A value the caller passes can; a
+// constant can when the gate's condition, with the constant in place of
+// what it reads, takes the reverting way (pause() sets paused, but
+// enableTrading() only opens a switch), and for a limit or a wait when the
+// constant is small enough to bite (removeLimits() sets the maximum); a
+// stored value (the supply) cannot set a limit low and is taken to be
+// able to close anything else.
+func (e Effects) Closes(g Gate, f Function, w Write) bool {
+	limit := g.Kind == GateLimit || g.Kind == GateCooldown
+	for _, val := range e.writeVals[writeKey{f.Selector, f.Fallback, w.Target, w.Change}] {
+		v := fieldValue(val, w.Target)
+		switch {
+		case v.has&hasCalldata != 0:
+			return true
+		case v.op != tConst:
+			if !limit {
+				return true
+			}
+		case limit:
+			if v.k.IsUint64() && v.k.Uint64() < 1<<32 {
+				return true
+			}
+		default:
+			for _, c := range e.gateConds[g] {
+				r := replaceField(c.base, g.Target, v)
+				if r.op != tConst || r.k.IsZero() != c.truth {
+					return true // undecided, or it takes the reverting way
+				}
+			}
+		}
+	}
+	return false
+}
+
+// fieldValue is what a write stores in its target's field: the value
+// itself, or for a packed field the part OR-ed into the kept bits,
+// shifted down.
+func fieldValue(val *term, t Target) *term {
+	if !t.Packed {
+		v, _ := strip(val)
+		return v
+	}
+	var x *term = constU64(0) // AND(old, keep) alone: the field cleared
+	if val.op == tOp && val.code == 0x17 && len(val.args) == 2 {
+		x = val.args[0]
+		if x.op == tOp && x.code == opAND {
+			x = val.args[1]
+		}
+	}
+	shift := constU64(uint64(t.Offset))
+	if x.op == tOp && x.code == opSHL && x.args[0].isConstU64(uint64(t.Offset)) {
+		x = x.args[1]
+	} else {
+		x = apply(opSHR, shift, x)
+	}
+	v, _ := strip(x)
+	return v
+}
+
+// replaceField puts v in place of every read of t's field in c, and folds.
+func replaceField(c *term, t Target, v *term) *term {
+	if f, ok := asField(c); ok {
+		if r := target(f.slot); r.Kind == t.Kind && r.Slot == t.Slot && f.offset == t.Offset {
+			return v
+		}
+	}
+	if c.op != tOp {
+		return c
+	}
+	args := make([]*term, len(c.args))
+	changed := false
+	for i, a := range c.args {
+		args[i] = replaceField(a, t, v)
+		changed = changed || args[i] != a
+	}
+	if !changed {
+		return c
+	}
+	return apply(c.code, args...)
 }
 
 // exemption: an address of the call (the caller, tx.origin, an

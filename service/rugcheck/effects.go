@@ -21,6 +21,36 @@ const (
 	Hook Class = "hook"
 )
 
+// Openers are the selectors of functions whose writes only open what
+// transfer checks (enableTrading() switching trading on for good,
+// removeLimits() lifting a limit) and that hold no power: a name that
+// reveals a capability is cleared by them when the whole code was
+// followed (RC-14).
+func Openers(e bytecode.Effects) []bytecode.Selector {
+	if !e.Complete {
+		return nil
+	}
+	powers := Powers(e)
+	var out []bytecode.Selector
+	for _, f := range e.Functions {
+		if f.Fallback || slices.ContainsFunc(powers, func(p Power) bool { return p.Selector == f.Selector }) {
+			continue
+		}
+		opens := false
+		for _, w := range f.Writes {
+			for _, g := range e.Gates {
+				if w.Target.Covers(g.Target) && privileged(&w.Guarded) && !e.Closes(g, f, w) {
+					opens = true
+				}
+			}
+		}
+		if opens {
+			out = append(out, f.Selector)
+		}
+	}
+	return out
+}
+
 // Power is a privileged capability found by what a function does, not by
 // its name (rule RC-14).
 type Power struct {
@@ -95,6 +125,9 @@ func Powers(e bytecode.Effects) []Power {
 	}
 	for _, g := range e.Gates {
 		writers(g.Target, func(f bytecode.Function, w bytecode.Write) {
+			if !e.Closes(g, f, w) {
+				return // it only opens the gate (enableTrading(), removeLimits())
+			}
 			class := gateClass(g.Kind, f.Selector)
 			p := Power{Class: class, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards, Floor: class == Limit && w.Floor,
 				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", targetText(g.Target), selectorName(g.Selector), gateText[g.Kind])}
@@ -338,7 +371,7 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 // EffectFactsOf gathers the facts of a token's powers by effect, given
 // the addresses read from its guard fields (GuardFields says which).
 func EffectFactsOf(e bytecode.Effects, source string, slots map[SlotField][20]byte) *EffectFacts {
-	fx := &EffectFacts{Powers: Powers(e), Source: source, Slots: slots, Incomplete: !e.Complete}
+	fx := &EffectFacts{Powers: Powers(e), Source: source, Slots: slots, Incomplete: !e.Complete, Openers: Openers(e)}
 	if e.Layout.Owner.Kind == bytecode.TargetSlot {
 		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
 	}

@@ -242,12 +242,39 @@ type EffectFacts struct {
 	Renounce    []bytecode.Target
 	// Incomplete: some function could not be followed to its end.
 	Incomplete bool
+	// Openers are functions that only open what transfer checks
+	// (Openers): their names reveal no capability.
+	Openers []bytecode.Selector
 }
 
 // SlotField is an address field of a storage slot.
 type SlotField struct {
 	Slot   [32]byte
 	Offset uint
+}
+
+// NamedCapabilities are the capabilities found by name, less the capabilities found by name the selectors
+// whose functions only open what transfer checks (EffectFacts.Openers):
+// removeLimits() and a one-way enableTrading() freeze no one.
+func NamedCapabilities(f Facts) []Capability {
+	if f.Effects == nil || len(f.Effects.Openers) == 0 {
+		return f.Capabilities
+	}
+	var out []Capability
+	for _, c := range f.Capabilities {
+		var kept Capability = c
+		kept.Selectors, kept.Signatures = nil, nil
+		for i, sel := range c.Selectors {
+			if !slices.Contains(f.Effects.Openers, sel) {
+				kept.Selectors = append(kept.Selectors, sel)
+				kept.Signatures = append(kept.Signatures, c.Signatures[i])
+			}
+		}
+		if len(kept.Selectors) > 0 {
+			out = append(out, kept)
+		}
+	}
+	return out
 }
 
 // severe: a capability that takes holders' tokens or value, or freezes
@@ -288,7 +315,7 @@ func Evaluate(f Facts) Report {
 		rules = append(rules, FlagRule{Flag: flag, Rule: rule, Evidence: evidence})
 	}
 	has := map[Class]bool{}
-	for _, c := range f.Capabilities {
+	for _, c := range NamedCapabilities(f) {
 		has[c.Class] = true
 		ev := make([]string, len(c.Selectors))
 		for i, sel := range c.Selectors {
@@ -359,7 +386,7 @@ func Evaluate(f Facts) Report {
 	// effect: then its guards judge it (a mint behind a dead guard is no
 	// controlled mint, whoever owner() names).
 	named := maps.Clone(has)
-	for _, c := range f.Capabilities {
+	for _, c := range NamedCapabilities(f) {
 		if len(c.Selectors) > 0 && !slices.ContainsFunc(c.Selectors, func(sel bytecode.Selector) bool { return !fx.explained[sel] }) {
 			delete(named, c.Class)
 		}

@@ -77,7 +77,6 @@ var knownSelectors = map[bytecode.Selector]knownSelector{
 	{0xd5, 0x43, 0xdb, 0xeb}: {Limit, "setMaxTxPercent(uint256)"},
 	{0xea, 0x16, 0x44, 0xd5}: {Limit, "setMaxWalletSize(uint256)"},
 	{0x5d, 0x00, 0x44, 0xca}: {Limit, "setMaxWallet(uint256)"},
-	{0x75, 0x10, 0x39, 0xfc}: {Limit, "removeLimits()"},
 	{0x20, 0x3e, 0x72, 0x7e}: {Limit, "updateMaxTxnAmount(uint256)"},
 	{0xc1, 0x8b, 0xc1, 0x95}: {Limit, "updateMaxWalletAmount(uint256)"},
 	{0x27, 0xa1, 0x4f, 0xc2}: {Limit, "setMaxWalletAmount(uint256)"},
@@ -101,7 +100,8 @@ var knownSelectors = map[bytecode.Selector]knownSelector{
 
 // limitSetters are the Limit selectors that set a limit from a number:
 // with 0 they can freeze every holder unless the code keeps a floor.
-// removeLimits() and excludeFromMaxTransaction only loosen limits.
+// excludeFromMaxTransaction only loosens limits; removeLimits() is no
+// capability at all (it lifts them for good).
 var limitSetters = map[bytecode.Selector]bool{
 	{0xec, 0x28, 0x43, 0x8a}: true, // setMaxTxAmount(uint256)
 	{0xd5, 0x43, 0xdb, 0xeb}: true, // setMaxTxPercent(uint256)

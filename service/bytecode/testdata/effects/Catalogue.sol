@@ -7,7 +7,7 @@ pragma solidity >=0.5.0 <0.9.0;
 // guard: the same code; a constant or an immutable: its own contract).
 // compile.js builds it with solc 0.5, 0.6, 0.7 and 0.8 (optimizer on and
 // off, and via-IR on 0.8); CTOR, VIRTUAL and OVERRIDE are filled in per
-// version (and SENDER, payable(msg.sender) from 0.8). Immutable.sol holds
+// version (and SENDER, payable(msg.sender) from 0.8, and MAXUINT). Immutable.sol holds
 // what needs solc 0.6 or later. For tests only.
 
 contract Base {
@@ -166,6 +166,36 @@ contract Launch is Base {
     }
 }
 
+/// Control of Launch: a switch that only opens.
+contract OneWayLaunch is Base {
+    bool private _live;
+
+    function enableTrading() external onlyOwner {
+        _live = true;
+    }
+
+    function _check(address from, address to, uint256) internal OVERRIDE {
+        require(_live || from == _owner || to == _owner, "closed");
+    }
+}
+
+/// Pausable by its usual names, with constant writes.
+contract Pauser is Base {
+    bool private _paused;
+
+    function pause() external onlyOwner {
+        _paused = true;
+    }
+
+    function unpause() external onlyOwner {
+        _paused = false;
+    }
+
+    function _check(address, address, uint256) internal OVERRIDE {
+        require(!_paused, "paused");
+    }
+}
+
 /// A pause under another name.
 contract Halt is Base {
     bool private _stopped;
@@ -185,6 +215,19 @@ contract MaxTx is Base {
 
     function tune(uint256 m) external onlyOwner {
         _max = m;
+    }
+
+    function _check(address from, address, uint256 v) internal OVERRIDE {
+        require(v <= _max || from == _owner, "too much");
+    }
+}
+
+/// Control of MaxTx: limits the owner can only lift.
+contract LiftOnly is Base {
+    uint256 private _max = 1e25;
+
+    function removeLimits() external onlyOwner {
+        _max = MAXUINT;
     }
 
     function _check(address from, address, uint256 v) internal OVERRIDE {
