@@ -280,8 +280,15 @@ func (d *Description) Check(ctx context.Context, chain ChainReader, genesis Gene
 	contracts = append(contracts, d.Scenario...)
 	if d.Dex != nil {
 		contracts = append(contracts, ScenarioContract{Name: "dex factory", Address: d.Dex.Factory}, ScenarioContract{Name: "weth", Address: d.Dex.WETH})
+		if v4 := d.Dex.V4; v4 != nil {
+			contracts = append(contracts, ScenarioContract{Name: "v4 pool manager", Address: v4.PoolManager},
+				ScenarioContract{Name: "v4 swap router", Address: v4.SwapRouter}, ScenarioContract{Name: "v4 liquidity router", Address: v4.LiquidityRouter})
+		}
 		for _, t := range d.Dex.Tokens {
-			contracts = append(contracts, ScenarioContract{Name: t.Name, Address: t.Token}, ScenarioContract{Name: t.Name + " pair", Address: t.Pair})
+			contracts = append(contracts, ScenarioContract{Name: t.Name, Address: t.Token})
+			if t.Venue != VenueV4 { // a V4 pool lives in the PoolManager
+				contracts = append(contracts, ScenarioContract{Name: t.Name + " pair", Address: t.Pair})
+			}
 		}
 	}
 	if b := d.BatchSettlement; b != nil {
@@ -381,8 +388,16 @@ func (d *Description) Banner(headline, rpcURL string, facilitator AccountRole, t
 	}
 	if d.Dex != nil {
 		fmt.Fprintf(&b, "  dex factory  %s (V2-style; WETH %s)\n", d.Dex.Factory.Hex(), d.Dex.WETH.Hex())
+		if v4 := d.Dex.V4; v4 != nil {
+			fmt.Fprintf(&b, "  v4 manager   %s (Uniswap V4 PoolManager; routers PoolSwapTest %s, PoolModifyLiquidityTest %s)\n",
+				v4.PoolManager.Hex(), v4.SwapRouter.Hex(), v4.LiquidityRouter.Hex())
+		}
 		for _, t := range d.Dex.Tokens {
-			fmt.Fprintf(&b, "  %-12s %s (pair %s, %s)\n", t.Name, t.Token.Hex(), t.Pair.Hex(), t.Fate)
+			pool := "pair " + t.Pool()
+			if t.Venue == VenueV4 {
+				pool = "v4 pool " + t.Pool()
+			}
+			fmt.Fprintf(&b, "  %-12s %s (%s, %s)\n", t.Name, t.Token.Hex(), pool, t.Fate)
 		}
 		fmt.Fprintf(&b, "  traders      #%d smart, #%d holder, #%d lucky, #%d late; crowd #%d-#%d\n",
 			SmartTrader, HolderTrader, LuckyTrader, LateTrader, crowdFirst, crowdFirst+crowdSize-1)

@@ -2,6 +2,7 @@ package devnet_test
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"net/http"
 	"strings"
@@ -29,6 +30,10 @@ func TestDescription(t *testing.T) {
 		d.Dex.Factory != chain.Dex.Factory || len(d.Dex.Tokens) != len(chain.Dex.Tokens) {
 		t.Fatalf("description %+v", d)
 	}
+	// The V4 exchange and its launch, named by pool id, survive the JSON.
+	if d.Dex.V4 == nil || *d.Dex.V4 != *chain.Dex.V4 || fmt.Sprint(d.Dex.Tokens) != fmt.Sprint(chain.Dex.Tokens) {
+		t.Errorf("dex %+v %v, the chain's %+v %v", d.Dex.V4, d.Dex.Tokens, chain.Dex.V4, chain.Dex.Tokens)
+	}
 	if a, ok := d.Account(devnet.RolePayTo); !ok || a.Address != chain.Account(devnet.PayToAccount).Address {
 		t.Errorf("payTo %+v", a)
 	}
@@ -55,6 +60,12 @@ func TestDescription(t *testing.T) {
 	moved.BatchSettlement = &devnet.BatchSettlement{Escrow: common.HexToAddress("0x4020e07E00000000000000000000000000000003")}
 	if _, err := moved.Check(ctx, client, genesis); err == nil || !strings.Contains(err.Error(), "batch-settlement escrow") {
 		t.Errorf("a description naming an escrow without code: %v", err)
+	}
+	movedV4, dex := *d, *d.Dex
+	dex.V4 = &devnet.V4Exchange{PoolManager: common.HexToAddress("0x4020e07E00000000000000000000000000000004"), SwapRouter: d.Dex.V4.SwapRouter, LiquidityRouter: d.Dex.V4.LiquidityRouter}
+	movedV4.Dex = &dex
+	if _, err := movedV4.Check(ctx, client, genesis); err == nil || !strings.Contains(err.Error(), "v4 pool manager") {
+		t.Errorf("a description naming a PoolManager without code: %v", err)
 	}
 
 	seen := map[common.Address]bool{}

@@ -181,9 +181,10 @@ func StartWith(ctx context.Context, lis net.Listener, opts Options) (*Chain, err
 	return c, nil
 }
 
-// setup deploys and funds the token, the scenario and the DEX history in
-// blocks a second apart after the hour-old genesis, then seals an empty
-// block at the wall clock so that the head is current.
+// setup deploys and funds the token, the scenario and the DEX history
+// (the V2-style launches, then the Uniswap V4 one) in blocks a second
+// apart after the hour-old genesis, then seals an empty block at the wall
+// clock so that the head is current.
 func (c *Chain) setup(ctx context.Context) error {
 	if err := c.deployToken(ctx); err != nil {
 		return fmt.Errorf("deploy token: %w", err)
@@ -193,6 +194,9 @@ func (c *Chain) setup(ctx context.Context) error {
 	}
 	if err := c.dexHistory(ctx); err != nil {
 		return fmt.Errorf("trading history: %w", err)
+	}
+	if err := c.v4History(ctx); err != nil {
+		return fmt.Errorf("uniswap v4 trading history: %w", err)
 	}
 	now := uint64(time.Now().Unix())
 	if now <= c.eth.BlockChain().CurrentBlock().Time {
@@ -365,11 +369,18 @@ func (c *Chain) send(ctx context.Context, a Account, to *common.Address, data []
 // passing, before the receipt exists. Transact is for tests that need the
 // chain to change under them, e.g. a payer canceling an authorization.
 func (c *Chain) Transact(ctx context.Context, from Account, to common.Address, data []byte) (*types.Receipt, error) {
-	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from.Address, To: &to, Data: data})
+	return c.TransactValue(ctx, from, to, nil, data)
+}
+
+// TransactValue is Transact with value wei of native ETH sent along (nil:
+// none), for calls that are paid in ETH, e.g. a Uniswap V4 router
+// settling a pool whose currency0 is native ETH.
+func (c *Chain) TransactValue(ctx context.Context, from Account, to common.Address, value *big.Int, data []byte) (*types.Receipt, error) {
+	gas, err := c.client.EstimateGas(ctx, ethereum.CallMsg{From: from.Address, To: &to, Value: value, Data: data})
 	if err != nil {
 		return nil, err
 	}
-	h, err := c.submit(ctx, from, &to, data, gas*12/10)
+	h, err := c.submit(ctx, from, &to, value, data, gas*12/10)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +400,7 @@ func (c *Chain) Deploy(ctx context.Context, from Account, name string, args ...a
 	if err != nil {
 		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
 	}
-	h, err := c.submit(ctx, from, nil, data, gas*12/10)
+	h, err := c.submit(ctx, from, nil, nil, data, gas*12/10)
 	if err != nil {
 		return common.Address{}, parsed, fmt.Errorf("%s: %w", name, err)
 	}
@@ -406,7 +417,7 @@ func (c *Chain) Deploy(ctx context.Context, from Account, name string, args ...a
 // submit signs and sends one transaction with the sender's next nonce and
 // waits until the pool counts it as pending, which it does asynchronously,
 // so that the next submit from the same sender takes the next nonce.
-func (c *Chain) submit(ctx context.Context, from Account, to *common.Address, data []byte, gas uint64) (common.Hash, error) {
+func (c *Chain) submit(ctx context.Context, from Account, to *common.Address, value *big.Int, data []byte, gas uint64) (common.Hash, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	nonce, err := c.client.PendingNonceAt(ctx, from.Address)
@@ -417,7 +428,7 @@ func (c *Chain) submit(ctx context.Context, from Account, to *common.Address, da
 	if err != nil {
 		return common.Hash{}, err
 	}
-	tx, err := sign(from, nonce, to, data, gas, feeCap)
+	tx, err := sign(from, nonce, to, value, data, gas, feeCap)
 	if err != nil {
 		return common.Hash{}, err
 	}
@@ -487,10 +498,11 @@ func (c *Chain) feeCap(ctx context.Context) (*big.Int, error) {
 	return new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), big.NewInt(tip)), nil
 }
 
-// sign signs a dynamic-fee transaction of the devnet's chain.
-func sign(from Account, nonce uint64, to *common.Address, data []byte, gas uint64, feeCap *big.Int) (*types.Transaction, error) {
+// sign signs a dynamic-fee transaction of the devnet's chain carrying
+// value wei (nil: none).
+func sign(from Account, nonce uint64, to *common.Address, value *big.Int, data []byte, gas uint64, feeCap *big.Int) (*types.Transaction, error) {
 	return types.SignNewTx(from.Key, types.LatestSignerForChainID(big.NewInt(ChainID)), &types.DynamicFeeTx{
-		ChainID: big.NewInt(ChainID), Nonce: nonce, GasTipCap: big.NewInt(tip), GasFeeCap: feeCap, Gas: gas, To: to, Data: data,
+		ChainID: big.NewInt(ChainID), Nonce: nonce, GasTipCap: big.NewInt(tip), GasFeeCap: feeCap, Gas: gas, To: to, Value: value, Data: data,
 	})
 }
 
@@ -530,11 +542,12 @@ func creation(name string, args ...any) ([]byte, abi.ABI, error) {
 
 // pendingTx is one transaction of a block sent with sendBlock.
 type pendingTx struct {
-	from Account
-	to   *common.Address // nil deploys
-	data []byte
-	gas  uint64 // 0: defaultGas
-	err  error  // from packing the call; sendTxs reports it
+	from  Account
+	to    *common.Address // nil deploys
+	value *big.Int        // native ETH sent along; nil: none
+	data  []byte
+	gas   uint64 // 0: defaultGas
+	err   error  // from packing the call; sendTxs reports it
 }
 
 // sendBlock signs the transactions in order (nonces counted per sender),
@@ -573,7 +586,7 @@ func (c *Chain) sendTxs(ctx context.Context, txs ...pendingTx) ([]*types.Receipt
 		if gas == 0 {
 			gas = defaultGas
 		}
-		tx, err := sign(p.from, n, p.to, p.data, gas, feeCap)
+		tx, err := sign(p.from, n, p.to, p.value, p.data, gas, feeCap)
 		if err != nil {
 			return nil, err
 		}

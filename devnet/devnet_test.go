@@ -262,17 +262,17 @@ func TestRPCServesOnlyPublicNamespaces(t *testing.T) {
 }
 
 // TestDexHistory: the scripted launches end as their fates say (rugged
-// pools hold no liquidity, the dumped one lost most of its price, the live
-// one kept its pool), and the history lies in the past: every block before
-// the head is older than Start, and the head is no later than the wall
-// clock.
+// pools hold no liquidity, the V4 one in the PoolManager too, the dumped
+// one lost most of its price, the live one kept its pool), and the
+// history lies in the past: every block before the head is older than
+// Start, and the head is no later than the wall clock.
 func TestDexHistory(t *testing.T) {
 	t.Parallel()
 	started := time.Now().Unix()
 	e := start(t)
 	ctx := context.Background()
 	dex := e.chain.Dex
-	if dex == nil || len(dex.Tokens) != 4 {
+	if dex == nil || len(dex.Tokens) != 5 || dex.V4 == nil {
 		t.Fatalf("dex %+v", dex)
 	}
 	_, pairABI, err := devnet.LoadArtifact("MiniPair")
@@ -299,8 +299,31 @@ func TestDexHistory(t *testing.T) {
 		p, _ := new(big.Float).Quo(wr, tr).Float64()
 		return p
 	}
+	// v4Liquidity reads a V4 pool's active liquidity from the PoolManager's
+	// storage: Pool.State of pools[id] (slot 6), liquidity at offset 3
+	// (v4-core StateLibrary.getLiquidity).
+	v4Liquidity := func(id common.Hash) *big.Int {
+		state := new(big.Int).SetBytes(crypto.Keccak256(id[:], common.LeftPadBytes([]byte{6}, 32)))
+		word, err := e.client.StorageAt(ctx, dex.V4.PoolManager, common.BigToHash(state.Add(state, big.NewInt(3))), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return new(big.Int).SetBytes(word[16:]) // uint128
+	}
 	launch := 20.0 / 100_000_000 // seeded price
 	for _, tok := range dex.Tokens {
+		if tok.Venue == devnet.VenueV4 {
+			if tok.Fate != "rug" || tok.PoolID == (common.Hash{}) || tok.Pool() != tok.PoolID.Hex() {
+				t.Errorf("%s: %+v, want the V4 rug", tok.Name, tok)
+			}
+			if l := v4Liquidity(tok.PoolID); l.Sign() != 0 {
+				t.Errorf("%s: liquidity %s left after the rug", tok.Name, l)
+			}
+			if len(tok.Buyers) != 6 {
+				t.Errorf("%s: %d buyers", tok.Name, len(tok.Buyers))
+			}
+			continue
+		}
 		p := wethPerToken(tok.Pair, tok.Token)
 		switch tok.Fate {
 		case "rug":

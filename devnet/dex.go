@@ -9,22 +9,45 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-// Dex is the devnet's Uniswap-V2-style exchange and its scripted history.
+// Dex is the devnet's exchanges and their scripted history: a
+// Uniswap-V2-style factory with its router and WETH, and Uniswap V4.
 type Dex struct {
 	Factory common.Address `json:"factory"`
 	Router  common.Address `json:"router"`
 	WETH    common.Address `json:"weth"`
-	// Tokens launched on it, in launch order, with what happened to them.
+	// V4 is Uniswap V4 (nil on devnets that predate it).
+	V4 *V4Exchange `json:"v4,omitempty"`
+	// Tokens launched on them, in launch order, with what happened to them.
 	Tokens []LaunchedToken `json:"tokens"`
 }
 
+// Venues of LaunchedToken: the whale scan's names for them
+// (--dex-factories kinds).
+const (
+	VenueV2 = "v2" // the V2-style factory
+	VenueV4 = "v4" // the V4 PoolManager
+)
+
 // LaunchedToken is one token of the trading history.
 type LaunchedToken struct {
-	Name   string         `json:"name"`
-	Token  common.Address `json:"token"`
-	Pair   common.Address `json:"pair"`
+	Name  string         `json:"name"`
+	Token common.Address `json:"token"`
+	// Venue is VenueV2 or VenueV4 (empty on devnets that predate V4: V2).
+	Venue string `json:"venue,omitempty"`
+	// Pair is its V2 pair; PoolID its pool's id in the V4 PoolManager.
+	Pair   common.Address `json:"pair,omitzero"`
+	PoolID common.Hash    `json:"poolId,omitzero"`
 	Fate   string         `json:"fate"` // "rug" (liquidity pulled), "dump" (price collapse) or "alive"
 	Buyers []string       `json:"buyers"`
+}
+
+// Pool is the token's pool as the whale scan names it: its pair's
+// address, or its V4 pool id.
+func (t LaunchedToken) Pool() string {
+	if t.PoolID != (common.Hash{}) {
+		return t.PoolID.Hex()
+	}
+	return t.Pair.Hex()
 }
 
 // Trader roles of the history (test accounts; the crowd is #10-#15).
@@ -48,13 +71,6 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 	deploy := func(name string, args ...any) (common.Address, abi.ABI, error) {
 		return c.deploy(ctx, d, name, args...)
 	}
-	tx := func(from Account, to common.Address, parsed abi.ABI, method string, args ...any) pendingTx {
-		data, err := parsed.Pack(method, args...)
-		if err != nil {
-			err = fmt.Errorf("%s: %w", method, err)
-		}
-		return pendingTx{from: from, to: &to, data: data, err: err}
-	}
 	_, pairABI, err := LoadArtifact("MiniPair")
 	if err != nil {
 		return err
@@ -77,7 +93,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 	}
 	var funding []pendingTx
 	for _, i := range traders {
-		funding = append(funding, tx(d, weth, wethABI, "transfer", c.Accounts[i].Address, ether(100)))
+		funding = append(funding, callTx(d, weth, wethABI, "transfer", c.Accounts[i].Address, ether(100)))
 	}
 	if err := c.sendBlock(ctx, funding...); err != nil {
 		return fmt.Errorf("fund traders: %w", err)
@@ -96,8 +112,8 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		if in != weth {
 			inABI = tokenABI
 		}
-		return c.sendBlock(ctx, tx(who, in, inABI, "approve", router, amountIn),
-			tx(who, router, routerABI, "swapExact", in, out, amountIn, big.NewInt(0), who.Address))
+		return c.sendBlock(ctx, callTx(who, in, inABI, "approve", router, amountIn),
+			callTx(who, router, routerABI, "swapExact", in, out, amountIn, big.NewInt(0), who.Address))
 	}
 
 	type step struct {
@@ -124,7 +140,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		create := tx(d, factory, factoryABI, "createPair", token, weth)
+		create := callTx(d, factory, factoryABI, "createPair", token, weth)
 		if create.err != nil {
 			return create.err
 		}
@@ -138,12 +154,12 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		pair := out[0].(common.Address)
 		// The deployer seeds the pool: 100,000,000 tokens against 20 WETH.
 		if err := c.sendBlock(ctx,
-			tx(d, token, tokenABI, "transfer", pair, ether(100_000_000)),
-			tx(d, weth, wethABI, "transfer", pair, ether(20)),
-			tx(d, pair, pairABI, "mint", d.Address)); err != nil {
+			callTx(d, token, tokenABI, "transfer", pair, ether(100_000_000)),
+			callTx(d, weth, wethABI, "transfer", pair, ether(20)),
+			callTx(d, pair, pairABI, "mint", d.Address)); err != nil {
 			return fmt.Errorf("%s: seed: %w", l.symbol, err)
 		}
-		lt := LaunchedToken{Name: l.symbol, Token: token, Pair: pair, Fate: l.fate}
+		lt := LaunchedToken{Name: l.symbol, Token: token, Venue: VenueV2, Pair: pair, Fate: l.fate}
 		for _, s := range l.steps {
 			who := c.Accounts[s.who]
 			if !s.sell {
@@ -167,7 +183,7 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := c.sendBlock(ctx, tx(d, pair, pairABI, "transfer", pair, lp[0].(*big.Int)), tx(d, pair, pairABI, "burn", d.Address)); err != nil {
+			if err := c.sendBlock(ctx, callTx(d, pair, pairABI, "transfer", pair, lp[0].(*big.Int)), callTx(d, pair, pairABI, "burn", d.Address)); err != nil {
 				return fmt.Errorf("%s: rug: %w", l.symbol, err)
 			}
 		case "dump": // the deployer sells a huge bag into the pool
@@ -178,6 +194,16 @@ func (c *Chain) dexHistory(ctx context.Context) error {
 		c.Dex.Tokens = append(c.Dex.Tokens, lt)
 	}
 	return nil
+}
+
+// callTx is a scripted call of method on to from `from`; a packing error
+// travels in it, for sendTxs to report.
+func callTx(from Account, to common.Address, parsed abi.ABI, method string, args ...any) pendingTx {
+	data, err := parsed.Pack(method, args...)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", method, err)
+	}
+	return pendingTx{from: from, to: &to, data: data, err: err}
 }
 
 // callView makes a read-only call and unpacks its outputs.

@@ -3,7 +3,8 @@
 // endpoint, the devnet USD token (FiatToken-compatible EIP-3009, "USD
 // Coin" version "2", 6 decimals) deployed, the ten well-known test
 // accounts funded with ETH and 1,000 USD each, the rug-check scenario
-// contracts, a scripted DEX trading history, and the x402
+// contracts, a scripted DEX trading history (a V2-style exchange, and
+// Uniswap V4 from v4-core's npm build), and the x402
 // batch-settlement escrow, its ERC-3009 deposit collector and Multicall3
 // at the addresses the official x402 client hard-codes (BatchSettlementAlloc).
 //
@@ -37,7 +38,7 @@
 //
 // Beside JSON-RPC, on the same port, a devnet serves its Description at
 // DescriptionPath (chain id, genesis, the token and its EIP-712 domain,
-// the accounts' roles, the scenario contracts and the exchange) and hands
+// the accounts' roles, the scenario contracts and the exchanges) and hands
 // out gas accounts at GasAccountPath, one per server's facilitator. Run
 // alone (`tollgate devnet`), it is the one chain of several servers
 // (`tollgate serve --devnet-url`), which read the description, check it

@@ -34,7 +34,7 @@ func TestChainBodiesMatchTheDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	wcfg := whales.DefaultConfig()
-	wcfg.Factories = []whales.Factory{{Address: dn.Dex.Factory, Kind: whales.UniswapV2}}
+	wcfg.Factories = []whales.Factory{{Address: dn.Dex.Factory, Kind: whales.UniswapV2}, {Address: dn.Dex.V4.PoolManager, Kind: whales.UniswapV4}}
 	wcfg.Quotes, wcfg.Confirmations = []common.Address{dn.Dex.WETH}, 0
 	scanner, err := whales.New(rc, wcfg, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -57,10 +57,13 @@ func TestChainBodiesMatchTheDocument(t *testing.T) {
 		TokensScanned int
 		Wallets       []struct{ Address string }
 	}
-	if err := json.Unmarshal(r.body, &w); err != nil || r.status != 200 || w.TokensScanned != 4 || len(w.Wallets) == 0 {
+	if err := json.Unmarshal(r.body, &w); err != nil || r.status != 200 || w.TokensScanned != 5 || len(w.Wallets) == 0 {
 		t.Errorf("/whales: %d %s", r.status, r.body)
 	}
-	paths := map[string]int{"/token/" + dn.Dex.Tokens[0].Token.Hex(): 200, "/rugcheck/" + dn.Dex.Tokens[0].Token.Hex(): 200}
+	// MCAT's rug check names its collapsed V2 pair, VAPR's (the last
+	// launch) its V4 pool id.
+	vapr := dn.Dex.Tokens[len(dn.Dex.Tokens)-1].Token.Hex()
+	paths := map[string]int{"/token/" + dn.Dex.Tokens[0].Token.Hex(): 200, "/rugcheck/" + dn.Dex.Tokens[0].Token.Hex(): 200, "/rugcheck/" + vapr: 200}
 	for _, sc := range dn.Scenario {
 		status := 200
 		if sc.Expect == devnet.ExpectRefused { // not a token: a documented 400

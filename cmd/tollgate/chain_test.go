@@ -56,7 +56,8 @@ func TestRugCheckScenario(t *testing.T) {
 			scenario = append(scenario, c)
 		}
 	}
-	if len(scenario) != 22 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") {
+	if len(scenario) != 22 || !strings.Contains(roles["dex-factory"], "factory") || !strings.Contains(roles["mcat"], "rug") ||
+		!strings.Contains(roles["v4-pool-manager"], "PoolManager") || !strings.Contains(roles["vapr"], "rug; v4 pool 0x") {
 		t.Fatalf("devnet contracts %v", proj.GetDevnetContracts())
 	}
 	wantFlags := map[string][]string{
@@ -74,7 +75,7 @@ func TestRugCheckScenario(t *testing.T) {
 		"roles":                 {"mintable", "no-owner", "pausable", "role-based-access", "roles-held"},
 		"roles-renounced":       {"mintable", "no-owner", "pausable", "role-based-access"},
 		"roles-plain":           {"mintable", "no-owner", "pausable", "role-based-access", "roles-held"},
-		"legacy-proxy":          {"blacklist", "mintable", "owner-active", "pausable", "proxy", "upgradeable"},
+		"legacy-proxy":          {"blacklist", "hidden-owner", "mintable", "owner-active", "pausable", "proxy", "upgradeable"},
 		"limit":                 {"owner-active", "tx-limits"},
 		"limit-floor":           {"owner-active", "tx-limit-floor", "tx-limits"},
 		"uniswap-v2-pair":       {"no-owner"},
@@ -83,7 +84,7 @@ func TestRugCheckScenario(t *testing.T) {
 	key, _ := devnet.DeriveKey(devnet.Mnemonic, 7)
 	second := startServe(t, []string{"--chain-rpc", first.devnetRPC,
 		"--pay-to", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-		"--dex-factories", "v2:" + byRole(proj, "dex-factory"), "--quote-tokens", byRole(proj, "weth"), "--whale-confirmations", "0"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
+		"--dex-factories", "v2:" + byRole(proj, "dex-factory") + ",v4:" + byRole(proj, "v4-pool-manager"), "--quote-tokens", byRole(proj, "weth"), "--whale-confirmations", "0"}, map[string]string{"TOLLGATE_FACILITATOR_KEY": fmt.Sprintf("%x", crypto.FromECDSA(key))})
 	cl2 := tollgatev1.NewAnalyticsServiceClient(second.conn)
 	for _, c := range scenario {
 		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: c.GetAddress()})
@@ -172,14 +173,25 @@ func TestRugCheckScenario(t *testing.T) {
 		legacy.GetChecks().GetProxy().GetAdmin().GetValue() != devnetAccount(t, devnet.LegacyAdminAccount) {
 		t.Errorf("legacy proxy: %v", legacy.GetChecks().GetProxy())
 	}
-	var implClasses []tollgatev1.CapabilityClass
+	// By name and by effect: FiatToken's masterMinter, blacklister and
+	// pauser are guards of their own slots (a hidden owner each).
+	var implClasses, effectClasses []tollgatev1.CapabilityClass
 	for _, c := range legacy.GetChecks().GetCapabilities() {
-		if c.GetSource() == "implementation" {
+		switch {
+		case c.GetSource() == "implementation" && c.GetEffect() == "":
 			implClasses = append(implClasses, c.GetClass())
+		case c.GetSource() == "implementation":
+			effectClasses = append(effectClasses, c.GetClass())
+			if !strings.Contains(c.GetEffect(), "; callable when ") {
+				t.Errorf("legacy proxy: effect %q names no guard", c.GetEffect())
+			}
 		}
 	}
 	if fmt.Sprint(implClasses) != "[CAPABILITY_CLASS_MINT CAPABILITY_CLASS_BLACKLIST CAPABILITY_CLASS_PAUSE]" {
 		t.Errorf("legacy proxy: implementation capabilities %v", implClasses)
+	}
+	if !slices.Contains(effectClasses, tollgatev1.CapabilityClass_CAPABILITY_CLASS_MINT) || !slices.Contains(effectClasses, tollgatev1.CapabilityClass_CAPABILITY_CLASS_BLACKLIST) {
+		t.Errorf("legacy proxy: capabilities by effect %v", effectClasses)
 	}
 	for name, want := range map[string]string{"roles": "enumerable", "roles-renounced": "enumerable", "roles-plain": "events"} {
 		r, _ := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byName[name]})
@@ -210,7 +222,7 @@ func TestRugCheckScenario(t *testing.T) {
 	// The whale shortlist of both processes, once their first scans are
 	// done: the devnet's smart trader leads, and the lists are identical.
 	w1, w2 := waitWhales(t, cl), waitWhales(t, cl2)
-	if w1.GetTokensScanned() != 4 || len(w1.GetWallets()) == 0 ||
+	if w1.GetTokensScanned() != 5 || len(w1.GetWallets()) == 0 ||
 		w1.GetWallets()[0].GetAddress() != devnetAccount(t, devnet.SmartTrader) {
 		t.Errorf("whales: %v", w1)
 	}
@@ -219,14 +231,20 @@ func TestRugCheckScenario(t *testing.T) {
 		t.Errorf("whales differ through --chain-rpc:\n%v\n%v", w1, w2)
 	}
 	// History: a launch whose pool collapsed in the whale scan's window is
-	// at least WARN with pool-collapsed, whatever its code; the live one is not.
-	for _, name := range []string{"mcat", "rdog", "burn", "eddy"} {
+	// at least WARN with pool-collapsed, whatever its code, with its venue
+	// (VAPR's pool is its V4 pool id); the live one is not.
+	for _, name := range []string{"mcat", "rdog", "burn", "eddy", "vapr"} {
 		r, err := cl.GetRugCheck(context.Background(), &tollgatev1.GetRugCheckRequest{Addr: byRole(proj, name)})
 		collapsed := slices.Contains(r.GetFlags(), "pool-collapsed")
-		want := map[string]string{"mcat": "liquidity", "rdog": "liquidity", "burn": "drawdown"}[name]
-		if err != nil || collapsed != (want != "") || r.GetChecks().GetPoolCollapse().GetKind() != want ||
-			(collapsed && r.GetVerdict() == tollgatev1.Verdict_VERDICT_PASS) {
-			t.Errorf("%s: %v %v %v %v", name, r.GetVerdict(), r.GetFlags(), r.GetChecks().GetPoolCollapse(), err)
+		want := map[string]string{"mcat": "liquidity", "rdog": "liquidity", "burn": "drawdown", "vapr": "liquidity"}[name]
+		venue, poolLen := "v2", 42
+		if name == "vapr" {
+			venue, poolLen = "v4", 66
+		}
+		pc := r.GetChecks().GetPoolCollapse()
+		if err != nil || collapsed != (want != "") || pc.GetKind() != want || (collapsed && (r.GetVerdict() == tollgatev1.Verdict_VERDICT_PASS ||
+			pc.GetVenue() != venue || len(pc.GetPool()) != poolLen || !strings.Contains(roles[name], pc.GetPool()))) {
+			t.Errorf("%s: %v %v %v %v", name, r.GetVerdict(), r.GetFlags(), pc, err)
 		}
 	}
 	// Not a token, through the gate with a payment: 400, and nothing settled.
@@ -241,7 +259,7 @@ func TestRugCheckScenario(t *testing.T) {
 	if err := run(context.Background(), []string{"pay", first.base + "/whales"}, envOf(nil), &out, &errOut); err != nil {
 		t.Fatalf("pay /whales: %v\n%s", err, errOut.String())
 	}
-	if !strings.Contains(out.String(), `"tokensScanned":4`) || !strings.Contains(out.String(), `"address":"`+devnetAccount(t, devnet.SmartTrader)+`"`) ||
+	if !strings.Contains(out.String(), `"tokensScanned":5`) || !strings.Contains(out.String(), `"address":"`+devnetAccount(t, devnet.SmartTrader)+`"`) ||
 		!strings.Contains(errOut.String(), "settlement: success=true") {
 		t.Errorf("paid /whales: %s / %s", out.String(), errOut.String())
 	}

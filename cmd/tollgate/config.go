@@ -189,7 +189,7 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 	dur(&cfg.RequestTimeout, "request-timeout", 30*time.Second, "deadline of one proxied call; past it the answer is 504")
 	dur(&cfg.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "how long shutdown waits for in-flight requests")
 	dur(&cfg.DrainDelay, "drain-delay", 0, "on shutdown, how long /readyz says not ready before the listeners close (behind a load balancer: its check interval × fall count, e.g. 2s)")
-	str(&cfg.DexFactories, "dex-factories", "", "whale scan: DEX venues as kind:address,... with kind v2, v3, v4 (the PoolManager), aerodrome, slipstream (a CL factory) or pancakev3; empty: every venue of Base (docs/rules.md; devnet: its exchange)")
+	str(&cfg.DexFactories, "dex-factories", "", "whale scan: DEX venues as kind:address,... with kind v2, v3, v4 (the PoolManager), aerodrome, slipstream (a CL factory) or pancakev3; empty: every venue of Base (docs/rules.md; devnet: its V2-style factory and V4 PoolManager)")
 	str(&cfg.QuoteTokens, "quote-tokens", "", "whale scan: quote assets as address,... (native ETH always counts); empty: WETH, USDC, VIRTUAL, ZORA, flETH and cbBTC on Base (docs/rules.md; devnet: its WETH)")
 	u64(&cfg.WhaleWindow, "whale-window", 302_400, "whale scan: blocks of pool history followed (302400 = 7 days of Base)")
 	u64(&cfg.WhaleConfirm, "whale-confirmations", 3, "whale scan: blocks kept behind the head against reorganizations (devnet: 0)")

@@ -389,14 +389,18 @@ func startWhales(ctx context.Context, scanner *whales.Scanner, db *store.DB, sha
 }
 
 // whaleConfig is the whale scan of the deployment: the flags, else the
-// devnet's exchange, else Base's factories.
+// devnet's exchanges (its V2-style factory and, when it has one, its
+// Uniswap V4 PoolManager), else Base's factories.
 func whaleConfig(cfg *config, pay *payments) whales.Config {
 	wc := whales.DefaultConfig()
 	wc.WindowBlocks, wc.Interval, wc.Confirmations = cfg.WhaleWindow, cfg.WhaleInterval, cfg.WhaleConfirm
 	if pay.dex != nil {
 		wc.Factories = []whales.Factory{{Address: pay.dex.Factory, Kind: whales.UniswapV2}}
-		wc.Quotes = []common.Address{pay.dex.WETH}
-		wc.Confirmations = 0 // the devnet never reorganizes
+		if pay.dex.V4 != nil {
+			wc.Factories = append(wc.Factories, whales.Factory{Address: pay.dex.V4.PoolManager, Kind: whales.UniswapV4})
+		}
+		wc.Quotes = []common.Address{pay.dex.WETH} // native ETH, a V4 pool's 0x0, is always one
+		wc.Confirmations = 0                       // the devnet never reorganizes
 	}
 	if len(cfg.factories) > 0 {
 		wc.Factories = cfg.factories
@@ -405,6 +409,15 @@ func whaleConfig(cfg *config, pay *payments) whales.Config {
 		wc.Quotes = cfg.quotes
 	}
 	return wc
+}
+
+// launchPool names a devnet launch's pool as /tollgate lists it: "pair
+// 0x…" (V2-style) or "v4 pool 0x…" (its id in the PoolManager).
+func launchPool(t devnet.LaunchedToken) string {
+	if t.Venue == devnet.VenueV4 {
+		return "v4 pool " + t.Pool()
+	}
+	return "pair " + t.Pool()
 }
 
 // payments is the payment side of the deployment.
@@ -465,9 +478,15 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 			p.scenario = append(p.scenario,
 				service.DevnetContract{Name: "dex-factory", Address: d.Dex.Factory.Hex(), Role: "V2-style factory (whale scan)"},
 				service.DevnetContract{Name: "weth", Address: d.Dex.WETH.Hex(), Role: "quote asset of the exchange"})
+			if v4 := d.Dex.V4; v4 != nil {
+				p.scenario = append(p.scenario,
+					service.DevnetContract{Name: "v4-pool-manager", Address: v4.PoolManager.Hex(), Role: "Uniswap V4 PoolManager, v4-core (whale scan)"},
+					service.DevnetContract{Name: "v4-swap-router", Address: v4.SwapRouter.Hex(), Role: "v4-core PoolSwapTest: swaps through the PoolManager"},
+					service.DevnetContract{Name: "v4-liquidity-router", Address: v4.LiquidityRouter.Hex(), Role: "v4-core PoolModifyLiquidityTest: liquidity through the PoolManager"})
+			}
 			for _, t := range d.Dex.Tokens {
 				p.scenario = append(p.scenario, service.DevnetContract{Name: strings.ToLower(t.Name), Address: t.Token.Hex(),
-					Role: fmt.Sprintf("launched token, %s; pair %s", t.Fate, t.Pair.Hex())})
+					Role: fmt.Sprintf("launched token, %s; %s", t.Fate, launchPool(t))})
 			}
 		}
 		if cfg.DevnetURL != "" {

@@ -2,9 +2,11 @@ package whales_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ethereum/go-ethereum"
@@ -29,8 +31,11 @@ import (
 //     traders sold; DUMP: the deployer sells 800,000,000 tokens into the
 //     pool after the smart trader sold; TRIM: the deployer removes 10 % of
 //     its liquidity (no collapse); LIVE: nothing happens.
-//   - Every launch is seeded with 100,000,000 tokens against 20 WETH over
-//     the full tick range; every buy is 1 WETH; a sale sells the whole bag.
+//   - Every launch is seeded with 100,000,000 tokens against 20 of the
+//     venue's quote (WETH, or native ETH) over the full tick range; every
+//     buy is 1 of the quote; a sale sells the whole bag.
+//   - Nobody but the traders is ranked (no router, PoolManager or hook),
+//     each with exactly the launches it bought in.
 //
 // Scores (smart entries + 2 × dodged − caught): smart 4 + 2·2 = 8, lucky
 // 2 + 2 − 1 = 3, holder 4 − 2 = 2; crowd #10, #11, #13, #14 early twice
@@ -66,8 +71,11 @@ var genuineTail = []int{10, 11, 13, 14, 15}
 type venueDriver interface {
 	// factory is what --dex-factories names.
 	factory() whales.Factory
-	// launch creates token's pool against WETH at 5,000,000 tokens per
-	// WETH and seeds it; pool is how collapses name it.
+	// quote is what the launches trade against: WETH, or native ETH (the
+	// zero address).
+	quote() common.Address
+	// launch creates token's pool against the quote at 5,000,000 tokens
+	// per quote and seeds it; pool is how collapses name it.
 	launch(token common.Address) (pool string)
 	// swap sells amount of in for out, paid by and paid to who.
 	swap(who devnet.Account, in, out common.Address, amount *big.Int)
@@ -75,7 +83,8 @@ type venueDriver interface {
 	remove(token common.Address, fraction float64)
 }
 
-// chainRun is a devnet with the calls a driver needs.
+// chainRun is one venue's subtest on the shared devnet, with the calls a
+// driver needs.
 type chainRun struct {
 	t        *testing.T
 	ctx      context.Context
@@ -97,6 +106,13 @@ func newChainRun(t *testing.T) *chainRun {
 		approved: map[[3]common.Address]bool{}}
 }
 
+// on is r's devnet for subtest t, with approvals of its own.
+func (r *chainRun) on(t *testing.T) *chainRun {
+	sub := *r
+	sub.t, sub.approved = t, map[[3]common.Address]bool{}
+	return &sub
+}
+
 func (r *chainRun) deploy(name string, args ...any) (common.Address, abi.ABI) {
 	r.t.Helper()
 	addr, parsed, err := r.c.Deploy(r.ctx, r.deployer, name, args...)
@@ -109,11 +125,17 @@ func (r *chainRun) deploy(name string, args ...any) (common.Address, abi.ABI) {
 // send calls method on to from `from` and fails the test if it reverts.
 func (r *chainRun) send(from devnet.Account, to common.Address, parsed abi.ABI, method string, args ...any) *types.Receipt {
 	r.t.Helper()
+	return r.sendValue(from, to, nil, parsed, method, args...)
+}
+
+// sendValue is send with value wei of native ETH (nil: none).
+func (r *chainRun) sendValue(from devnet.Account, to common.Address, value *big.Int, parsed abi.ABI, method string, args ...any) *types.Receipt {
+	r.t.Helper()
 	data, err := parsed.Pack(method, args...)
 	if err != nil {
 		r.t.Fatalf("%s: %v", method, err)
 	}
-	rcpt, err := r.c.Transact(r.ctx, from, to, data)
+	rcpt, err := r.c.TransactValue(r.ctx, from, to, value, data)
 	if err != nil || rcpt.Status != types.ReceiptStatusSuccessful {
 		r.t.Fatalf("%s: %v (receipt %+v)", method, err, rcpt)
 	}
@@ -173,11 +195,11 @@ var maxUint128 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewI
 var farDeadline = new(big.Int).Lsh(big.NewInt(1), 40)
 
 // sqrtPriceX96 is the Q64.96 square root of token1-per-token0 for a pool
-// of token and weth at 5,000,000 tokens per WETH.
-func sqrtPriceX96(token, weth common.Address) *big.Int {
-	price := new(big.Float).SetPrec(256).SetInt64(5_000_000) // token1 (token) per token0 (weth)
-	if token.Cmp(weth) < 0 {
-		price.Quo(big.NewFloat(1).SetPrec(256), price) // token0 is the token: weth per token
+// of token and quote at 5,000,000 tokens per quote.
+func sqrtPriceX96(token, quote common.Address) *big.Int {
+	price := new(big.Float).SetPrec(256).SetInt64(5_000_000) // token1 (token) per token0 (quote)
+	if token.Cmp(quote) < 0 {
+		price.Quo(big.NewFloat(1).SetPrec(256), price) // token0 is the token: quote per token
 	}
 	sqrt := new(big.Float).SetPrec(256).Sqrt(price)
 	out, _ := sqrt.Mul(sqrt, new(big.Float).SetInt(new(big.Int).Lsh(big.NewInt(1), 96))).Int(nil)
@@ -196,15 +218,18 @@ func order(a, b common.Address) (common.Address, common.Address) {
 func runGenuine(t *testing.T, r *chainRun, d venueDriver) {
 	pools := map[common.Address]string{}
 	fates := map[common.Address]string{}
+	quote := d.quote()
+	crossed := map[common.Address]int{} // launches each trader bought in
 	for _, l := range genuineLaunches {
 		token, _ := r.deploy("LaunchToken", "Genuine "+l.symbol, l.symbol, ether(1_000_000_000))
 		pools[token], fates[token] = d.launch(token), l.fate
 		for _, who := range l.buyers {
-			d.swap(r.c.Account(who), r.weth, token, ether(1))
+			d.swap(r.c.Account(who), quote, token, ether(1))
+			crossed[r.c.Account(who).Address]++
 		}
 		for _, who := range l.sellers {
 			a := r.c.Account(who)
-			d.swap(a, token, r.weth, r.balance(token, a.Address))
+			d.swap(a, token, quote, r.balance(token, a.Address))
 		}
 		switch l.fate {
 		case "rug":
@@ -212,7 +237,7 @@ func runGenuine(t *testing.T, r *chainRun, d venueDriver) {
 		case "trim":
 			d.remove(token, 0.1)
 		case "dump":
-			d.swap(r.deployer, token, r.weth, ether(800_000_000))
+			d.swap(r.deployer, token, quote, ether(800_000_000))
 		}
 	}
 
@@ -258,6 +283,18 @@ func runGenuine(t *testing.T, r *chainRun, d venueDriver) {
 	if len(got) != len(head)+len(tail) || !slices.Equal(got[:len(head)], head) || !sameSet(got[len(head):], tail) {
 		t.Errorf("ranking\n%v\nwant\n%v then %v in any order", got, head, tail)
 	}
+	// The whole ranking, unlisted wallets included: the traders, each
+	// with the launches it bought in, and nobody else (a router, the
+	// PoolManager or a hook taking its fee would be a phantom buyer).
+	all := s.Ranking()
+	for _, w := range all {
+		if w.TokensCrossed != crossed[w.Address] {
+			t.Errorf("%s crossed %d tokens, bought in %d launches", w.Address, w.TokensCrossed, crossed[w.Address])
+		}
+	}
+	if len(all) != len(crossed) {
+		t.Errorf("%d wallets ranked, %d traders bought", len(all), len(crossed))
+	}
 }
 
 func sameSet(a, b []string) bool {
@@ -268,23 +305,33 @@ func sameSet(a, b []string) bool {
 }
 
 // TestGenuineVenues runs the scripted launches on each venue's genuine
-// contracts.
+// contracts, every venue a subtest with contracts of its own on one
+// devnet. The subtests run at once, started from goroutines rather than
+// by t.Parallel (which -parallel caps at GOMAXPROCS): their transactions
+// share the devnet's blocks, a block a second, so the whole takes about
+// as long as the longest venue.
 func TestGenuineVenues(t *testing.T) {
 	t.Parallel()
+	shared := newChainRun(t)
+	var wg sync.WaitGroup
 	for _, v := range []struct {
 		name string
 		new  func(r *chainRun) venueDriver
 	}{
 		{"uniswap v3", newUniswapV3},
 		{"uniswap v4", newUniswapV4},
+		{"uniswap v4 native eth", newUniswapV4Native},
+		{"uniswap v4 fee-taking hook", newUniswapV4FeeHook},
 		{"pancakeswap v3", newPancakeV3},
 	} {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			r := newChainRun(t)
-			runGenuine(t, r, v.new(r))
+		wg.Go(func() {
+			t.Run(v.name, func(t *testing.T) {
+				r := shared.on(t)
+				runGenuine(t, r, v.new(r))
+			})
 		})
 	}
+	wg.Wait()
 }
 
 // uniswapV3 drives Uniswap V3: the v3-core factory, the v3-periphery
@@ -313,6 +360,8 @@ func newUniswapV3(r *chainRun) venueDriver {
 func (u *uniswapV3) factory() whales.Factory {
 	return whales.Factory{Address: u.factoryAddr, Kind: whales.UniswapV3}
 }
+
+func (u *uniswapV3) quote() common.Address { return u.r.weth }
 
 func (u *uniswapV3) launch(token common.Address) string {
 	r := u.r
@@ -375,15 +424,19 @@ func (u *uniswapV3) remove(token common.Address, fraction float64) {
 
 // uniswapV4 drives Uniswap V4: the v4-core PoolManager and its test
 // routers (PoolSwapTest, PoolModifyLiquidityTest), which pay and are paid
-// by their caller through the PoolManager; pools without a hook, the
-// deployer's liquidity one full-range position per pool.
+// by their caller through the PoolManager (an ERC-20 from the caller's
+// allowance, native ETH from the call's value); the deployer's liquidity
+// one full-range position per pool. The pools' quote is WETH or native
+// ETH, their hook none or v4-core's FeeTakingHook.
 type uniswapV4 struct {
 	r                     *chainRun
 	manager               common.Address
 	managerABI            abi.ABI
 	swapper, liquidity    common.Address
 	swapperABI, liquidABI abi.ABI
-	modify                string // the name go-ethereum gives modifyLiquidity(key, params, hookData), an overload
+	modify                string         // the name go-ethereum gives modifyLiquidity(key, params, hookData), an overload
+	currency              common.Address // the quote: WETH, or native ETH (zero)
+	hook                  common.Address // zero: none
 	keys                  map[common.Address]poolKey
 	seeded                map[common.Address]*big.Int // liquidity of the deployer's position
 }
@@ -411,8 +464,27 @@ var (
 	v4MaxSqrtPrice, _ = new(big.Int).SetString("1461446703485210103287273052203988822378723970342", 10)
 )
 
-func newUniswapV4(r *chainRun) venueDriver {
-	u := &uniswapV4{r: r, keys: map[common.Address]poolKey{}, seeded: map[common.Address]*big.Int{}}
+// newUniswapV4 quotes its pools in WETH, without a hook.
+func newUniswapV4(r *chainRun) venueDriver { return newV4(r, r.weth, false) }
+
+// newUniswapV4Native quotes its pools in native ETH (currency0 = 0x0),
+// without a hook.
+func newUniswapV4Native(r *chainRun) venueDriver { return newV4(r, common.Address{}, false) }
+
+// newUniswapV4FeeHook quotes its pools in WETH, with v4-core's
+// FeeTakingHook: 1.23 % of every swap's output taken by the hook out of
+// the PoolManager (the token on a buy, WETH on a sale), 5.43 % of what a
+// liquidity change moves taken on top of an addition and out of a
+// removal. The pool's curve never sees the fee: Swap carries the pool's
+// amounts and price, ModifyLiquidity its liquidity, as in the hookless
+// pools. A buyer's bag is 1.23 % smaller than its Swap says, so selling
+// it all counts as 98.77 % sold, a dodge all the same (at least 50 %);
+// the hook's transfers of the token out of the PoolManager name no
+// buyer. The ranking is the same.
+func newUniswapV4FeeHook(r *chainRun) venueDriver { return newV4(r, r.weth, true) }
+
+func newV4(r *chainRun, currency common.Address, feeHook bool) venueDriver {
+	u := &uniswapV4{r: r, currency: currency, keys: map[common.Address]poolKey{}, seeded: map[common.Address]*big.Int{}}
 	u.manager, u.managerABI = r.deploy("PoolManager", r.deployer.Address)
 	u.swapper, u.swapperABI = r.deploy("PoolSwapTest", u.manager)
 	u.liquidity, u.liquidABI = r.deploy("PoolModifyLiquidityTest", u.manager)
@@ -421,37 +493,127 @@ func newUniswapV4(r *chainRun) venueDriver {
 			u.modify = name
 		}
 	}
+	if feeHook {
+		u.hook = u.deployFeeHook()
+	}
 	return u
+}
+
+// feeHookFlags are the hook points FeeTakingHook implements, where its
+// own tests place it (v4-core test/CustomAccounting.t.sol): afterSwap
+// (bit 6), afterSwapReturnDelta (2), afterAddLiquidity (10),
+// afterAddLiquidityReturnDelta (1), afterRemoveLiquidity (8),
+// afterRemoveLiquidityReturnDelta (0) of src/libraries/Hooks.sol. Any
+// other bit would make the PoolManager call a point the hook does not
+// implement, which reverts.
+const feeHookFlags = 1<<6 | 1<<2 | 1<<10 | 1<<1 | 1<<8 | 1<<0
+
+// deployFeeHook deploys FeeTakingHook's shipped creation code for the
+// PoolManager at an address whose low 14 bits are exactly feeHookFlags:
+// CREATE2 through the devnet's HookDeployer with a mined salt.
+func (u *uniswapV4) deployFeeHook() common.Address {
+	r := u.r
+	art, hookABI, err := devnet.LoadArtifact("FeeTakingHook")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctor, err := hookABI.Pack("", u.manager)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	code := append(common.FromHex(art.Bytecode), ctor...)
+	deployer, deployerABI := r.deploy("HookDeployer")
+	salt, hook := hookSalt(deployer, crypto.Keccak256(code), feeHookFlags)
+	r.send(r.deployer, deployer, deployerABI, "deploy", salt, code)
+	if onChain, err := r.client.CodeAt(r.ctx, hook, nil); err != nil || len(onChain) == 0 {
+		r.t.Fatalf("no hook at %s (%v)", hook, err)
+	}
+	return hook
+}
+
+// hookSalt finds the first salt whose CREATE2 address from deployer for
+// code of hash codeHash has exactly flags in its low 14 bits (one salt in
+// 16,384 on average).
+func hookSalt(deployer common.Address, codeHash []byte, flags uint16) ([32]byte, common.Address) {
+	for i := uint64(0); ; i++ {
+		var salt [32]byte
+		binary.BigEndian.PutUint64(salt[24:], i)
+		addr := crypto.CreateAddress2(deployer, salt, codeHash)
+		if binary.BigEndian.Uint16(addr[18:])&(1<<14-1) == flags {
+			return salt, addr
+		}
+	}
 }
 
 func (u *uniswapV4) factory() whales.Factory {
 	return whales.Factory{Address: u.manager, Kind: whales.UniswapV4}
 }
 
+func (u *uniswapV4) quote() common.Address { return u.currency }
+
+// nativeValue is what a router call paying amount of currency sends
+// along: amount if it is native ETH, else nothing.
+func nativeValue(currency common.Address, amount *big.Int) *big.Int {
+	if currency != (common.Address{}) {
+		return nil
+	}
+	return amount
+}
+
 func (u *uniswapV4) launch(token common.Address) string {
 	r := u.r
-	t0, t1 := order(token, r.weth)
-	key := poolKey{Currency0: t0, Currency1: t1, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60)}
+	t0, t1 := order(token, u.currency)
+	key := poolKey{Currency0: t0, Currency1: t1, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60), Hooks: u.hook}
 	u.keys[token] = key
-	r.send(r.deployer, u.manager, u.managerABI, "initialize", key, sqrtPriceX96(token, r.weth))
-	// Full range, liquidity sqrt(tokens · weth): 100,000,000 tokens
-	// against 20 WETH at the pool's price.
+	r.send(r.deployer, u.manager, u.managerABI, "initialize", key, sqrtPriceX96(token, u.currency))
+	// Full range, liquidity sqrt(tokens · quote): 100,000,000 tokens
+	// against 20 of the quote at the pool's price. Native ETH goes along
+	// with the call, 21 for the 20; the router refunds the rest.
 	L := seedLiquidity()
 	r.approve(r.deployer, token, u.liquidity)
-	r.approve(r.deployer, r.weth, u.liquidity)
-	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, key, modifyParams{big.NewInt(-887220), big.NewInt(887220), L, [32]byte{}}, []byte{})
+	if u.currency != (common.Address{}) {
+		r.approve(r.deployer, u.currency, u.liquidity)
+	}
+	if u.hook != (common.Address{}) {
+		u.fundHookFee(token)
+	}
+	r.sendValue(r.deployer, u.liquidity, nativeValue(u.currency, ether(21)), u.liquidABI, u.modify, key,
+		modifyParams{big.NewInt(-887220), big.NewInt(887220), L, [32]byte{}}, []byte{})
 	u.seeded[token] = L
 	return key.id().Hex()
+}
+
+// fundHookFee makes the PoolManager hold the fee-taking hook's share of
+// the seed (5.43 %: 5,430,000 tokens, 1.086 WETH) before it is added.
+// The hook takes its fee out of the PoolManager inside modifyLiquidity,
+// before the router pays the seed in (flash accounting: take, then
+// settle), so the PoolManager must already hold that much of each
+// currency: of WETH it does once any pool holds some, of a new token
+// never (v4-core's own tests add liquidity to other pools of the same
+// currencies first). The deployer transfers it in beforehand, outside
+// any pool's accounting; it stays in the PoolManager and moves no price.
+func (u *uniswapV4) fundHookFee(token common.Address) {
+	r := u.r
+	for _, c := range []struct {
+		currency common.Address
+		amount   *big.Int
+	}{{token, ether(6_000_000)}, {u.currency, ether(2)}} {
+		if r.balance(c.currency, u.manager).Cmp(c.amount) < 0 {
+			r.send(r.deployer, c.currency, r.erc20, "transfer", u.manager, c.amount)
+		}
+	}
 }
 
 func (u *uniswapV4) swap(who devnet.Account, in, out common.Address, amount *big.Int) {
 	r := u.r
 	token := in
-	if in == r.weth {
+	if in == u.currency {
 		token = out
 	}
 	key := u.keys[token]
-	r.approve(who, in, u.swapper)
+	if in != (common.Address{}) {
+		r.approve(who, in, u.swapper)
+	}
 	zeroForOne := in == key.Currency0
 	limit := new(big.Int).Add(v4MinSqrtPrice, big.NewInt(1))
 	if !zeroForOne {
@@ -463,7 +625,24 @@ func (u *uniswapV4) swap(who devnet.Account, in, out common.Address, amount *big
 		SqrtPriceLimitX96 *big.Int
 	}
 	type testSettings struct{ TakeClaims, SettleUsingBurn bool }
-	r.send(who, u.swapper, u.swapperABI, "swap", key, swapParams{zeroForOne, new(big.Int).Neg(amount), limit}, testSettings{}, []byte{})
+	rcpt := r.sendValue(who, u.swapper, nativeValue(in, amount), u.swapperABI, "swap", key, swapParams{zeroForOne, new(big.Int).Neg(amount), limit}, testSettings{}, []byte{})
+	if u.hook != (common.Address{}) && !u.hookTook(rcpt, out) {
+		r.t.Errorf("swap %s: the hook took no fee in %s out of the PoolManager", rcpt.TxHash, out)
+	}
+}
+
+// hookTook reports whether the receipt has a transfer of token from the
+// PoolManager to the hook: the fee the phantom-buyer rule must not take
+// for a buyer.
+func (u *uniswapV4) hookTook(rcpt *types.Receipt, token common.Address) bool {
+	transfer := crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
+	for _, l := range rcpt.Logs {
+		if l.Address == token && len(l.Topics) == 3 && l.Topics[0] == transfer &&
+			common.BytesToAddress(l.Topics[1][:]) == u.manager && common.BytesToAddress(l.Topics[2][:]) == u.hook {
+			return true
+		}
+	}
+	return false
 }
 
 func (u *uniswapV4) remove(token common.Address, fraction float64) {
@@ -508,6 +687,8 @@ func newPancakeV3(r *chainRun) venueDriver {
 func (u *pancakeV3) factory() whales.Factory {
 	return whales.Factory{Address: u.factoryAddr, Kind: whales.PancakeV3}
 }
+
+func (u *pancakeV3) quote() common.Address { return u.r.weth }
 
 func (u *pancakeV3) launch(token common.Address) string {
 	r := u.r

@@ -119,7 +119,7 @@ func TestSharedScan(t *testing.T) {
 		}
 		return proto.Equal(answers[0], answers[1])
 	})
-	if answers[0].TokensScanned != 4 || len(answers[0].Wallets) == 0 || answers[0].Wallets[0].Address != c.Account(devnet.SmartTrader).Address.Hex() {
+	if answers[0].TokensScanned != 5 || len(answers[0].Wallets) == 0 || answers[0].Wallets[0].Address != c.Account(devnet.SmartTrader).Address.Hex() {
 		t.Fatalf("/whales %v", answers[0])
 	}
 
