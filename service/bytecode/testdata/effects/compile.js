@@ -1,7 +1,8 @@
 // Compiles the renamed-power catalogue (Catalogue.sol, Immutable.sol) with
 // every solc release in package.json, optimizer off and on, and via-IR on
 // 0.8, into one fixture per setting: <release>-<setting>.json holding each
-// contract's ABI, runtime code and immutable references.
+// contract's ABI, runtime code and immutable references (and, for
+// 0.8-optimized, which the devnet tests deploy, its creation code).
 // Usage, from this directory: npm ci && node compile.js
 const fs = require("fs");
 const path = require("path");
@@ -38,25 +39,29 @@ for (const r of releases) {
       sources,
       settings: {
         ...extra,
-        outputSelection: { "*": { "*": ["abi", "evm.deployedBytecode.object", "evm.deployedBytecode.immutableReferences"] } },
+        outputSelection: {
+          "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object", "evm.deployedBytecode.immutableReferences"] },
+        },
       },
     };
     const out = JSON.parse(solc.compile(JSON.stringify(input)));
     const errors = (out.errors || []).filter((e) => e.severity === "error");
     for (const e of errors) console.error(e.formattedMessage);
     if (errors.length) process.exit(1);
+    const file = `${r.tag}-${name}.json`;
     const contracts = {};
     for (const [, cs] of Object.entries(out.contracts)) {
       for (const [cname, c] of Object.entries(cs)) {
         if (cname === "Base" || cname === "IGuard") continue;
         contracts[cname] = {
           abi: c.abi,
+          // Creation code for the build the devnet tests deploy only.
+          ...(file === "0.8-optimized.json" ? { bytecode: "0x" + c.evm.bytecode.object } : {}),
           deployedBytecode: "0x" + c.evm.deployedBytecode.object,
           immutableReferences: c.evm.deployedBytecode.immutableReferences || {},
         };
       }
     }
-    const file = `${r.tag}-${name}.json`;
     const fixture = { compiler: "solc " + solc.version(), settings: input.settings, contracts };
     fs.writeFileSync(path.join(__dirname, file), JSON.stringify(fixture) + "\n");
     console.log(`${file}: ${Object.keys(contracts).length} contracts`);
