@@ -14,8 +14,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/rpc"
 
-	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/devnet/devnettest"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/chain"
 )
@@ -149,4 +149,3 @@ func TestRugCheckPowersOnChain(t *testing.T) {
 		}
 	}
 }
-
