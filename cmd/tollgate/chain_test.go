@@ -399,7 +399,8 @@ func (c *countingRPC) BatchCallContext(ctx context.Context, b []rpc.BatchElem) e
 // server (no head seen, no bytecode analysis cached) for each family of
 // the devnet scenario. Reported: JSON-RPC round trips per check (the
 // published bound is 3: two batches, a third for a beacon proxy's
-// implementation code) and p50.
+// implementation code; one batch more reads the guard fields of powers
+// found by effect) and p50.
 func BenchmarkRugCheckCold(b *testing.B) {
 	r := startServeB(b)
 	proj, err := tollgatev1.NewDiscoveryServiceClient(r.conn).GetProject(context.Background(), &tollgatev1.GetProjectRequest{})
@@ -427,7 +428,7 @@ func BenchmarkRugCheckCold(b *testing.B) {
 				durations = append(durations, time.Since(start))
 				trips = max(trips, counting.n.Load())
 			}
-			if trips > 3 {
+			if trips > 4 {
 				b.Errorf("%s: %d round trips", name, trips)
 			}
 			slices.Sort(durations)

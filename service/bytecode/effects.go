@@ -244,9 +244,17 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 	}
 	end := max(s.CodeEnd, len(body))
 	e := Effects{Complete: true, gateConds: map[Gate][]cond{}, writeVals: map[writeKey][]*term{}}
+	joins, consts := joinPoints(code, dests), make([]*term, len(code))
+	spent := 0
 	explore := func(sel Selector) *explorer {
 		x := newExplorer(code, end, dests, sel, calldataSize)
+		x.joins, x.consts = joins, consts
+		if spent >= maxCodeSteps {
+			x.incomplete = true // the code's budget is spent
+			return x
+		}
 		x.run()
+		spent += x.steps
 		return x
 	}
 	xs := map[Selector]*explorer{}
@@ -795,24 +803,30 @@ func fieldValue(val *term, t Target) *term {
 
 // replaceField puts v in place of every read of t's field in c, and folds.
 func replaceField(c *term, t Target, v *term) *term {
-	if f, ok := asField(c); ok {
-		if r := target(f.slot); r.Kind == t.Kind && r.Slot == t.Slot && f.offset == t.Offset {
-			return v
+	done := map[*term]*term{}
+	var walk func(*term) *term
+	walk = func(c *term) *term {
+		if r, ok := done[c]; ok {
+			return r
 		}
+		r := c
+		if f, ok := asField(c); ok && target(f.slot).Kind == t.Kind && target(f.slot).Slot == t.Slot && f.offset == t.Offset {
+			r = v
+		} else if c.op == tOp {
+			args := make([]*term, len(c.args))
+			changed := false
+			for i, a := range c.args {
+				args[i] = walk(a)
+				changed = changed || args[i] != a
+			}
+			if changed {
+				r = apply(c.code, args...)
+			}
+		}
+		done[c] = r
+		return r
 	}
-	if c.op != tOp {
-		return c
-	}
-	args := make([]*term, len(c.args))
-	changed := false
-	for i, a := range c.args {
-		args[i] = replaceField(a, t, v)
-		changed = changed || args[i] != a
-	}
-	if !changed {
-		return c
-	}
-	return apply(c.code, args...)
+	return walk(c)
 }
 
 // exemption: an address of the call (the caller, tx.origin, an
@@ -851,8 +865,13 @@ func gateKind(t *term) GateKind {
 // not what it computes a fee or an overflow check from.
 func directReads(t *term) []field {
 	var out []field
+	seen := map[*term]bool{}
 	var walk func(*term)
 	walk = func(t *term) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
 		if f, ok := asField(t); ok {
 			out = append(out, f)
 			return

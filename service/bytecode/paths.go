@@ -14,11 +14,14 @@ import (
 
 // Work bounds of one exploration: past them it stops and is incomplete.
 const (
-	maxPathEnds   = 20_000    // completed, reverted or cut paths
-	maxPathSteps  = 1_000_000 // instructions over all paths
-	loopBound     = 3         // forks at one JUMPI on one path
+	maxPathEnds   = 20_000  // completed, reverted or cut paths
+	maxPathSteps  = 250_000 // instructions over all paths of one call
+	loopBound     = 2       // forks at one JUMPI on one path
 	maxSha3Words  = 8
 	maxReturnWord = 4
+	// maxCodeSteps bounds the whole analysis of one code: past it, the
+	// functions left are not followed (incomplete).
+	maxCodeSteps = 2_000_000
 )
 
 // pathEnd is a finished path: how it ended and what it did.
@@ -43,6 +46,10 @@ type cond struct {
 	base  *term
 	truth bool
 	pc    int
+	// frame hashes the call context the branch was taken in (the stack's
+	// height and the return addresses on it): a loop turns in one
+	// frame, a shared internal function is entered from many.
+	frame uint64
 }
 
 type write struct {
@@ -82,15 +89,51 @@ type explorer struct {
 	code     []byte
 	end      int // the code region: instructions at or past it are not run
 	dests    []bool
+	joins    []bool
+	consts   []*term      // the PUSH at each pc, made once for every path
 	selector *uint256.Int // calldataload(0), the selector in its top bytes
 	cdsize   uint64
 	steps    int
 	ends     []pathEnd
 	memo     map[uint64][]memoEntry
+	arrivals map[int]uint8 // join points reached, for the memo
 	frames   []*memoFrame
 	// incomplete: a bound was reached, or a jump went somewhere the
 	// analysis cannot follow (a computed target).
 	incomplete bool
+}
+
+// joinPoints marks the JUMPDESTs that paths can reach in more than one
+// way (pushed as a jump target more than once, or pushed and fallen
+// into): the only block starts where the memo can find an earlier path.
+func joinPoints(code []byte, dests []bool) []bool {
+	refs := make([]uint8, len(code))
+	prev := byte(opJUMP)
+	for pc := 0; pc < len(code); pc += 1 + pushSize(code[pc]) {
+		op := code[pc]
+		if op == opJUMPDEST && refs[pc] < 2 {
+			switch prev {
+			case opJUMP, opSTOP, opRETURN, opREVERT, opINVALID, opSELFDESTRUCT:
+			default:
+				refs[pc]++ // fallen into
+			}
+		}
+		if n := pushSize(op); n > 0 && n <= 4 {
+			v := 0
+			for _, b := range code[pc+1 : min(pc+1+n, len(code))] {
+				v = v<<8 | int(b)
+			}
+			if v < len(code) && dests[v] && refs[v] < 2 {
+				refs[v]++
+			}
+		}
+		prev = op
+	}
+	joins := make([]bool, len(code))
+	for pc, n := range refs {
+		joins[pc] = n >= 2
+	}
+	return joins
 }
 
 func newExplorer(code []byte, end int, dests []bool, sel Selector, cdsize uint64) *explorer {
@@ -107,9 +150,69 @@ func (x *explorer) freshAt(pc int) *term {
 
 // run explores every path from pc 0; x.ends are its distinct outcomes.
 func (x *explorer) run() {
-	x.memo = map[uint64][]memoEntry{}
-	x.ends = dedupe(x.explore(&pathState{}, false))
+	x.memo, x.arrivals = map[uint64][]memoEntry{}, map[int]uint8{}
+	for _, o := range dedupe(x.explore(&pathState{}, false)) {
+		x.ends = append(x.ends, pathEnd{ok: o.ok, selfdestruct: o.selfdestruct, panic: o.panic, closed: o.closed, ret: o.ret,
+			conds: o.conds.flat(), writes: o.writes.flat(), calls: o.calls.flat()})
+	}
 }
+
+// outcome is how a path ends, relative to some point of it: what it did
+// after that point, in persistent lists that outcomes found after a
+// common point share.
+type outcome struct {
+	ok, selfdestruct, panic, closed bool
+	ret                             []*term
+	conds                           *chain[cond]
+	writes                          *chain[write]
+	calls                           *chain[callSite]
+}
+
+// chain is a persistent list: items, then next's.
+type chain[T any] struct {
+	items []T
+	next  *chain[T]
+	hash  uint64
+}
+
+// link puts items before next; h hashes an item.
+func link[T any](items []T, next *chain[T], h func(T) uint64) *chain[T] {
+	if len(items) == 0 {
+		return next
+	}
+	// Folded from the end: a sequence hashes the same however it is cut.
+	c := &chain[T]{items: items, next: next, hash: next.sum()}
+	for i := len(items) - 1; i >= 0; i-- {
+		c.hash = mix(c.hash, h(items[i]))
+	}
+	return c
+}
+
+func (c *chain[T]) sum() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.hash
+}
+
+func (c *chain[T]) flat() []T {
+	var out []T
+	for ; c != nil; c = c.next {
+		out = append(out, c.items...)
+	}
+	return out
+}
+
+func condHash(c cond) uint64 {
+	if c.truth {
+		return mix(c.base.hash, 1)
+	}
+	return c.base.hash
+}
+
+func writeHash(w write) uint64 { return mix(w.slot.hash, w.val.hash) }
+
+func callHash(c callSite) uint64 { return mix(uint64(c.op), c.target.hash) }
 
 // segment is what a path did since some point: the prefix an outcome
 // found after that point is rebased on.
@@ -133,9 +236,9 @@ func (s *pathState) since(m mark) segment {
 // block start it asks the memo: a block reached again in the same state
 // (stack, memory, storage written) under conditions that agree on every
 // earlier condition its paths consulted has the same outcomes.
-func (x *explorer) explore(s *pathState, skipMemo bool) []pathEnd {
+func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 	start := s.mark()
-	var outs []pathEnd
+	var outs []outcome
 	for {
 		if x.steps >= maxPathSteps || len(outs) > maxPathEnds {
 			x.incomplete = true
@@ -145,15 +248,25 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []pathEnd {
 		skipMemo = false
 		if taken != nil {
 			seg := taken.since(start)
-			outs = rebase(outs, seg, x.explore(taken, false))
+			sub := x.explore(taken, false)
+			x.steps += len(sub) // rebasing outcomes is work too
+			outs = rebase(outs, seg, sub)
 		}
 		switch {
+		case memo && x.arrivals[s.pc] == 0:
+			// The first path here: nothing to find in the memo, and most
+			// block starts see only one.
+			x.arrivals[s.pc]++
+			skipMemo = true
 		case memo:
 			seg := s.since(start)
-			return rebase(outs, seg, x.memoized(s))
+			sub := x.memoized(s)
+			x.steps += len(sub)
+			return rebase(outs, seg, sub)
 		case s.pc < 0:
 			if s.end != nil {
-				outs = rebase(outs, s.since(start), []pathEnd{trim(*s.end)})
+				e := s.end
+				outs = rebase(outs, s.since(start), []outcome{{ok: e.ok, selfdestruct: e.selfdestruct, panic: e.panic, ret: e.ret}})
 			}
 			return outs
 		}
@@ -162,7 +275,7 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []pathEnd {
 
 // memoized explores s from a block start, or reuses what an earlier path
 // found there.
-func (x *explorer) memoized(s *pathState) []pathEnd {
+func (x *explorer) memoized(s *pathState) []outcome {
 	key := s.key()
 	for _, e := range x.memo[key] {
 		if s.agrees(e.consulted) {
@@ -191,7 +304,7 @@ type condRef struct {
 
 type memoEntry struct {
 	consulted []condRef
-	outs      []pathEnd
+	outs      []outcome
 }
 
 // agrees: s took every consulted condition the same way.
@@ -225,66 +338,66 @@ func (s *pathState) key() uint64 {
 		h = mix(mix(h, m.off), m.val.hash)
 	}
 	for _, w := range s.writes {
-		h = mix(mix(h, w.slot.hash), w.val.hash)
+		// Computed storage (the words of a string or an array a copy loop
+		// writes) is left out: reading it back decides no power.
+		if w.slot.op == tConst || w.slot.op == tSha3 && len(w.slot.args) == 2 {
+			h = mix(mix(h, w.slot.hash), w.val.hash)
+		}
 	}
 	return h
 }
 
 // rebase prefixes the outcomes found after a point with what the path
-// did before it (seg), trimmed to what the analysis reads (the outcomes
-// are trimmed already), and adds them to outs.
-func rebase(outs []pathEnd, seg segment, sub []pathEnd) []pathEnd {
-	var okConds, openConds []cond
-	okDone, openDone := false, false
+// did before it (seg), kept to what the analysis reads, and adds them to
+// outs: for a path that succeeds, its caller checks and the bounds on its
+// arguments (okRelevant), every write to a fixed slot or a mapping, every
+// call; for a revert, the conditions from the last one that is no
+// exemption on (gatesOf reads no further: the outcome is closed); for a
+// panic, nothing.
+func rebase(outs []outcome, seg segment, sub []outcome) []outcome {
+	var okConds []cond
+	var okWrites []write
+	okDone := false
+	lastDecider := -2 // not computed
 	for _, o := range sub {
 		n := o
 		switch {
+		case o.panic:
+			n.conds, n.writes, n.calls, n.closed = nil, nil, nil, true
 		case o.ok:
 			if !okDone {
-				okConds, okDone = trim(pathEnd{ok: true, conds: seg.conds}).conds, true
+				for _, c := range seg.conds {
+					if okRelevant(c.base) {
+						okConds = append(okConds, c)
+					}
+				}
+				okWrites, okDone = keptWrites(seg.writes), true
 			}
-			n.conds = append(append(make([]cond, 0, len(okConds)+len(o.conds)), okConds...), o.conds...)
-			n.writes = append(keptWrites(seg.writes), o.writes...)
-			n.calls = append(append(make([]callSite, 0, len(seg.calls)+len(o.calls)), seg.calls...), o.calls...)
+			n.conds = link(okConds, o.conds, condHash)
+			n.writes = link(okWrites, o.writes, writeHash)
+			n.calls = link(seg.calls, o.calls, callHash)
 		case !o.closed:
-			// Only exemptions so far: the deciding condition, if any, is in
-			// the segment.
-			if !openDone {
-				openConds, openDone = seg.conds, true
+			// Only exemptions after the point: the deciding condition, if
+			// any, is in the segment.
+			if lastDecider == -2 {
+				lastDecider = -1
+				for j := len(seg.conds) - 1; j >= 0; j-- {
+					if !exemption(seg.conds[j].base) {
+						lastDecider = j
+						break
+					}
+				}
 			}
-			n = trim(pathEnd{conds: append(append(make([]cond, 0, len(openConds)+len(o.conds)), openConds...), o.conds...)})
+			n.writes, n.calls = nil, nil
+			if lastDecider >= 0 {
+				n.conds, n.closed = link(seg.conds[lastDecider:], o.conds, condHash), true
+			} else {
+				n.conds = link(seg.conds, o.conds, condHash)
+			}
 		}
 		outs = append(outs, n)
 	}
 	return outs
-}
-
-// trim keeps of an outcome what the analysis reads: for a path that
-// succeeds, its caller checks and the bounds on its arguments (every
-// write and call); for a revert, the conditions from the last one that is
-// no exemption on (gatesOf); for a panic, nothing. A revert whose
-// deciding condition is known is closed: earlier conditions never matter.
-func trim(e pathEnd) pathEnd {
-	switch {
-	case e.panic:
-		e.conds, e.writes, e.calls, e.closed = nil, nil, nil, true
-	case !e.ok:
-		e.writes, e.calls = nil, nil
-		for j := len(e.conds) - 1; j >= 0 && !e.closed; j-- {
-			if !exemption(e.conds[j].base) {
-				e.conds, e.closed = e.conds[j:], true
-			}
-		}
-	default:
-		kept := e.conds[:0:0]
-		for _, c := range e.conds {
-			if okRelevant(c.base) {
-				kept = append(kept, c)
-			}
-		}
-		e.conds, e.writes = kept, keptWrites(e.writes)
-	}
-	return e
 }
 
 // keptWrites are the writes a summary reads: to fixed slots and mapping
@@ -327,8 +440,8 @@ func okRelevant(t *term) bool {
 }
 
 // dedupe drops outcomes identical to an earlier one.
-func dedupe(outs []pathEnd) []pathEnd {
-	seen := map[uint64]bool{}
+func dedupe(outs []outcome) []outcome {
+	seen := make(map[uint64]bool, len(outs))
 	kept := outs[:0]
 	for _, o := range outs {
 		h := o.signature()
@@ -340,30 +453,15 @@ func dedupe(outs []pathEnd) []pathEnd {
 	return kept
 }
 
-func (e pathEnd) signature() uint64 {
+func (o outcome) signature() uint64 {
 	flags := uint64(0)
-	for i, b := range []bool{e.ok, e.panic, e.selfdestruct, e.closed} {
+	for i, b := range []bool{o.ok, o.panic, o.selfdestruct, o.closed} {
 		if b {
 			flags |= 1 << i
 		}
 	}
-	h := mix(flags, uint64(len(e.conds)))
-	for _, c := range e.conds {
-		t := uint64(0)
-		if c.truth {
-			t = 1
-		}
-		h = mix(mix(h, c.base.hash), t)
-	}
-	h = mix(h, uint64(len(e.writes)))
-	for _, w := range e.writes {
-		h = mix(mix(h, w.slot.hash), w.val.hash)
-	}
-	h = mix(h, uint64(len(e.calls)))
-	for _, c := range e.calls {
-		h = mix(mix(h, uint64(c.op)), c.target.hash)
-	}
-	for _, r := range e.ret {
+	h := mix(mix(mix(flags, o.conds.sum()), o.writes.sum()), o.calls.sum())
+	for _, r := range o.ret {
 		h = mix(h, r.hash)
 	}
 	return h
@@ -392,7 +490,7 @@ func (s *pathState) push(t *term) { s.stack = append(s.stack, t) }
 // the first instruction).
 func (x *explorer) step(s *pathState, skipMemo bool) (taken *pathState, memo bool) {
 	for first := true; ; first = false {
-		if s.pc >= 0 && s.pc < x.end && x.code[s.pc] == opJUMPDEST && !(first && skipMemo) {
+		if s.pc >= 0 && s.pc < x.end && x.joins[s.pc] && !(first && skipMemo) {
 			return nil, true
 		}
 		if s.pc < 0 || s.pc >= x.end {
@@ -407,11 +505,16 @@ func (x *explorer) step(s *pathState, skipMemo bool) (taken *pathState, memo boo
 		op := x.code[s.pc]
 		pops, pushes, defined := pathEffect(op)
 		if n := pushSize(op); n > 0 || op == opPUSH0 {
-			var w [32]byte
-			lo := s.pc + 1
-			hi := min(lo+n, len(x.code))
-			copy(w[32-n:], x.code[lo:hi])
-			s.push(constTerm(new(uint256.Int).SetBytes32(w[:])))
+			t := x.consts[s.pc]
+			if t == nil {
+				var w [32]byte
+				lo := s.pc + 1
+				hi := min(lo+n, len(x.code))
+				copy(w[32-n:], x.code[lo:hi])
+				t = constTerm(new(uint256.Int).SetBytes32(w[:]))
+				x.consts[s.pc] = t
+			}
+			s.push(t)
 			s.pc += 1 + n
 			continue
 		}
@@ -518,6 +621,7 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 		return nil
 	}
 	base, neg := strip(condition)
+	frame := x.frameOf(s)
 	visits := 0
 	for i, c := range s.conds {
 		if c.base.hash == base.hash {
@@ -533,7 +637,7 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 			}
 			return nil
 		}
-		if c.pc == pc {
+		if c.pc == pc && c.frame == frame {
 			visits++
 		}
 	}
@@ -543,13 +647,25 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 	}
 
 	taken := s.fork()
-	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc})
-	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc})
+	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc, frame: frame})
+	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc, frame: frame})
 	s.pc++
 	if !x.jumpTo(taken, target) {
 		return nil
 	}
 	return taken
+}
+
+// frameOf hashes the call context of s: its stack height and the
+// constants on it that are JUMPDESTs (return addresses).
+func (x *explorer) frameOf(s *pathState) uint64 {
+	h := uint64(len(s.stack))
+	for _, t := range s.stack {
+		if t.op == tConst && t.k.IsUint64() && t.k.Uint64() < uint64(len(x.dests)) && x.dests[t.k.Uint64()] {
+			h = mix(h, t.k.Uint64())
+		}
+	}
+	return h
 }
 
 // value computes an opcode that pushes one word.
@@ -652,7 +768,7 @@ func constOffset(t *term) (uint64, bool) {
 
 // forget drops the words overlapping [off, off+n).
 func (x *explorer) forget(s *pathState, off, n uint64) {
-	kept := s.mem[:0:0]
+	kept := s.mem[:0] // the state owns its memory (fork copies it)
 	for _, w := range s.mem {
 		if w.off+32 <= off || w.off >= off+n {
 			kept = append(kept, w)

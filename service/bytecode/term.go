@@ -300,23 +300,30 @@ func mapping(slot *term) (key, base *term, ok bool) {
 	return slot.args[0], slot.args[1], true
 }
 
-// contains reports whether pred holds for t or any term inside it.
+// contains reports whether pred holds for t or any term inside it. Terms
+// share subterms (x·x·x…): each is looked at once.
 func contains(t *term, pred func(*term) bool) bool {
-	if pred(t) {
-		return true
-	}
-	for _, a := range t.args {
-		if contains(a, pred) {
-			return true
-		}
-	}
-	return false
+	found := false
+	visit(t, func(x *term) {
+		found = found || pred(x)
+	})
+	return found
 }
 
-// visit calls f on t and every term inside it, depth first.
+// visit calls f once on t and on every distinct term inside it, depth
+// first.
 func visit(t *term, f func(*term)) {
-	f(t)
-	for _, a := range t.args {
-		visit(a, f)
+	seen := map[*term]bool{}
+	var walk func(*term)
+	walk = func(t *term) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		f(t)
+		for _, a := range t.args {
+			walk(a)
+		}
 	}
+	walk(t)
 }

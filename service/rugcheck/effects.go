@@ -389,7 +389,8 @@ func EffectFactsOf(e bytecode.Effects, source string, slots map[SlotField][20]by
 var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
 
 // GuardFields are the storage fields whose addresses the verdict needs:
-// the guards of the powers that are slots, and owner()'s field.
+// the guards of the powers that are slots, and then owner()'s field (to
+// tell a hidden owner); none when no power has a guard field, and no read.
 func GuardFields(e bytecode.Effects) []SlotField {
 	var out []SlotField
 	for _, p := range Powers(e) {
@@ -399,7 +400,7 @@ func GuardFields(e bytecode.Effects) []SlotField {
 			}
 		}
 	}
-	if o := e.Layout.Owner; o.Kind == bytecode.TargetSlot && !slices.Contains(out, SlotField{o.Slot, o.Offset}) {
+	if o := e.Layout.Owner; len(out) > 0 && o.Kind == bytecode.TargetSlot && !slices.Contains(out, SlotField{o.Slot, o.Offset}) {
 		out = append(out, SlotField{o.Slot, o.Offset})
 	}
 	return out
