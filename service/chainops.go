@@ -149,7 +149,8 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	renounced := k.Owner != nil && (*k.Owner == (common.Address{}) || *k.Owner == deadAddress)
 	known, isKnown := knownIssuers[k.Address]
 	power := upgradePower(k, renounced)
-	unresolved, unresolvedWhy := unresolvedForwarder(k, scan, implScan)
+	effects, source := a.effectsOf(k, scan, implHash, implScan)
+	unresolved, unresolvedWhy := unresolvedForwarder(k, scan, implScan, effects)
 	roles, protoRoles := roleHoldings(k, roleBased)
 	from, _ := window(k)
 	facts := rugcheck.Facts{
@@ -173,7 +174,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	if k.Owner != nil {
 		facts.OwnerEvidence = k.OwnerSource + " = " + k.Owner.Hex()
 	}
-	if facts.Effects, err = a.effectFacts(ctx, k, scan, implHash, implScan); err != nil {
+	if facts.Effects, err = a.effectFacts(ctx, k, effects, source); err != nil {
 		return nil, err
 	}
 	var collapse *whales.Collapse
@@ -251,16 +252,20 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	return resp, nil
 }
 
-// effectFacts analyses the code behind k (the implementation's behind a
-// proxy) for powers by effect and reads the addresses in their guard
-// fields from k's storage at the inspected block: one batch more, only
-// when there are such fields.
-func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, scan bytecode.Scan, implHash common.Hash, implScan *bytecode.Scan) (*rugcheck.EffectFacts, error) {
-	code, hash, source := k.Code, k.CodeHash, "token"
+// effectsOf is the effects analysis of the code behind k (the
+// implementation's behind a proxy), cached by code hash, and which code
+// that is.
+func (a *Analytics) effectsOf(k *chain.Contract, scan bytecode.Scan, implHash common.Hash, implScan *bytecode.Scan) (bytecode.Effects, string) {
 	if implScan != nil {
-		code, hash, scan, source = k.ImplementationCode, implHash, *implScan, "implementation"
+		return a.scans.effectsOf(implHash, k.ImplementationCode, *implScan), "implementation"
 	}
-	e := a.scans.effectsOf(hash, code, scan)
+	return a.scans.effectsOf(k.CodeHash, k.Code, scan), "token"
+}
+
+// effectFacts gathers the powers by effect of e and reads the addresses
+// in their guard fields from k's storage at the inspected block: one
+// batch more, only when there are such fields.
+func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, e bytecode.Effects, source string) (*rugcheck.EffectFacts, error) {
 	fields := rugcheck.GuardFields(e)
 	slots := map[rugcheck.SlotField][20]byte{}
 	if len(fields) > 0 {
@@ -363,7 +368,7 @@ var standardSlots = map[common.Hash]bool{
 // (upgradeToAndCall, execute-style functions: the caller's own choice). A
 // proxy that Inspect resolved is checked through its implementation's
 // code instead.
-func unresolvedForwarder(k *chain.Contract, token bytecode.Scan, impl *bytecode.Scan) (bool, string) {
+func unresolvedForwarder(k *chain.Contract, token bytecode.Scan, impl *bytecode.Scan, e bytecode.Effects) (bool, string) {
 	s := token
 	where := "the token"
 	if k.ProxyKind != "" {
@@ -372,16 +377,40 @@ func unresolvedForwarder(k *chain.Contract, token bytecode.Scan, impl *bytecode.
 		}
 		s, where = *impl, "the implementation"
 	}
+	nonstandard := func(f bytecode.Forwarder) bool {
+		return f.Origin == bytecode.OriginSlot && !standardSlots[common.Hash(f.Slot)] &&
+			!(k.ProxyKind == "gnosis-safe" && common.Hash(f.Slot) == chain.SlotSafeSingleton)
+	}
 	for _, f := range s.Forwarders {
 		switch {
-		case f.Origin == bytecode.OriginSlot && !standardSlots[common.Hash(f.Slot)] &&
-			!(k.ProxyKind == "gnosis-safe" && common.Hash(f.Slot) == chain.SlotSafeSingleton):
+		case nonstandard(f):
 			return true, fmt.Sprintf("DELEGATECALL at pc %d of %s to the address in storage slot %s, which no proxy standard uses", f.PC, where, common.Hash(f.Slot).Hex())
-		case f.Origin == bytecode.OriginUnknown:
+		case f.Origin == bytecode.OriginUnknown && !resolvedByPaths(f.PC, e, nonstandard):
 			return true, fmt.Sprintf("DELEGATECALL at pc %d of %s to a computed address", f.PC, where)
 		}
 	}
 	return false, ""
+}
+
+// resolvedByPaths: the effects analysis, which follows each path with the
+// arguments internal functions pass on, followed every function and saw
+// the DELEGATECALL at pc only with known origins (OpenZeppelin 4.9's UUPS
+// upgradeToAndCall calls the implementation passed in its calldata).
+func resolvedByPaths(pc int, e bytecode.Effects, nonstandard func(bytecode.Forwarder) bool) bool {
+	if !e.Complete {
+		return false
+	}
+	seen := false
+	for _, f := range e.Forwards {
+		if f.PC != pc {
+			continue
+		}
+		if f.Origin == bytecode.OriginUnknown || nonstandard(f) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // roleHoldings tells whether anyone holds the AccessControl roles (rule

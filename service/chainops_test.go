@@ -20,30 +20,44 @@ func TestUnresolvedForwarder(t *testing.T) {
 		return bytecode.Scan{DelegateCall: true, Forwarders: []bytecode.Forwarder{{PC: 9, Origin: o, Slot: slot}}}
 	}
 	custom := common.HexToHash("0x1234")
+	complete := func(fws ...bytecode.Forwarder) bytecode.Effects {
+		return bytecode.Effects{Complete: true, Forwards: fws}
+	}
 	tests := []struct {
 		name string
 		k    chain.Contract
 		s    bytecode.Scan
 		impl *bytecode.Scan
+		e    bytecode.Effects
 		want bool
 	}{
-		{"custom slot", chain.Contract{}, fw(bytecode.OriginSlot, custom), nil, true},
-		{"computed", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil, true},
-		{"EIP-1967 slot, empty", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotImplementation), nil, false},
-		{"ZeppelinOS slot", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotZosImpl), nil, false},
-		{"multicall", chain.Contract{}, fw(bytecode.OriginSelf, common.Hash{}), nil, false},
-		{"library", chain.Contract{}, fw(bytecode.OriginConstant, common.Hash{}), nil, false},
-		{"upgradeToAndCall", chain.Contract{}, fw(bytecode.OriginCalldata, common.Hash{}), nil, false},
-		{"safe slot 0", chain.Contract{ProxyKind: "gnosis-safe"}, fw(bytecode.OriginSlot, common.Hash{}), &bytecode.Scan{}, false},
-		{"slot 0, not a Safe", chain.Contract{}, fw(bytecode.OriginSlot, common.Hash{}), nil, true},
-		{"resolved proxy, plain implementation", chain.Contract{ProxyKind: "eip1967"}, fw(bytecode.OriginSlot, custom), &bytecode.Scan{}, false},
+		{"custom slot", chain.Contract{}, fw(bytecode.OriginSlot, custom), nil, bytecode.Effects{}, true},
+		{"computed", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil, bytecode.Effects{}, true},
+		{"EIP-1967 slot, empty", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotImplementation), nil, bytecode.Effects{}, false},
+		{"ZeppelinOS slot", chain.Contract{}, fw(bytecode.OriginSlot, chain.SlotZosImpl), nil, bytecode.Effects{}, false},
+		{"multicall", chain.Contract{}, fw(bytecode.OriginSelf, common.Hash{}), nil, bytecode.Effects{}, false},
+		{"library", chain.Contract{}, fw(bytecode.OriginConstant, common.Hash{}), nil, bytecode.Effects{}, false},
+		{"upgradeToAndCall", chain.Contract{}, fw(bytecode.OriginCalldata, common.Hash{}), nil, bytecode.Effects{}, false},
+		{"safe slot 0", chain.Contract{ProxyKind: "gnosis-safe"}, fw(bytecode.OriginSlot, common.Hash{}), &bytecode.Scan{}, bytecode.Effects{}, false},
+		{"slot 0, not a Safe", chain.Contract{}, fw(bytecode.OriginSlot, common.Hash{}), nil, bytecode.Effects{}, true},
+		{"resolved proxy, plain implementation", chain.Contract{ProxyKind: "eip1967"}, fw(bytecode.OriginSlot, custom), &bytecode.Scan{}, bytecode.Effects{}, false},
 		{"resolved proxy, implementation forwards again", chain.Contract{ProxyKind: "eip1967"}, bytecode.Scan{}, func() *bytecode.Scan {
 			s := fw(bytecode.OriginSlot, custom)
 			return &s
-		}(), true},
+		}(), bytecode.Effects{}, true},
+		// OpenZeppelin 4.9 UUPS: the flow scan loses the address through
+		// internal functions; the paths see the calldata (or do not).
+		{"computed, calldata on every path", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil,
+			complete(bytecode.Forwarder{PC: 9, Origin: bytecode.OriginCalldata}), false},
+		{"computed, a path with a computed address", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil,
+			complete(bytecode.Forwarder{PC: 9, Origin: bytecode.OriginCalldata}, bytecode.Forwarder{PC: 9}), true},
+		{"computed, a custom slot on a path", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil,
+			complete(bytecode.Forwarder{PC: 9, Origin: bytecode.OriginSlot, Slot: custom}), true},
+		{"computed, paths not all followed", chain.Contract{}, fw(bytecode.OriginUnknown, common.Hash{}), nil,
+			bytecode.Effects{Forwards: []bytecode.Forwarder{{PC: 9, Origin: bytecode.OriginCalldata}}}, true},
 	}
 	for _, tt := range tests {
-		got, why := unresolvedForwarder(&tt.k, tt.s, tt.impl)
+		got, why := unresolvedForwarder(&tt.k, tt.s, tt.impl, tt.e)
 		if got != tt.want || got != (why != "") {
 			t.Errorf("%s: %v %q", tt.name, got, why)
 		}

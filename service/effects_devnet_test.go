@@ -34,7 +34,8 @@ type catalogueBuild struct {
 // token's storage at the inspected block (a packed switch beside its
 // owner, a private second owner, an immutable), so the same code FAILs
 // while its guard is live and not once it is gone, with the function, the
-// effect and the guard's value as evidence.
+// effect and the guard's value as evidence. An OpenZeppelin 4.9 UUPS
+// implementation is no unresolved proxy.
 func TestRugCheckPowersOnChain(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("bytecode/testdata/effects/0.8-optimized.json")
@@ -73,6 +74,10 @@ func TestRugCheckPowersOnChain(t *testing.T) {
 			[]string{"mintable", "hidden-owner"}, nil, strings.ToLower(dev.Address.Hex()[2:])},
 		{"immutable minter dead", "ImmutableFarm", []any{dead}, false, "WARN",
 			[]string{"mintable"}, []string{"hidden-owner"}, "every guard is gone"},
+		// OpenZeppelin 4.9's UUPS implementation, checked itself: its one
+		// DELEGATECALL runs the implementation upgradeToAndCall is passed.
+		{"uups implementation", "UUPSToken", nil, false, "WARN",
+			[]string{"upgradeable"}, []string{"unresolved-proxy"}, "upgradeTo"},
 	}
 	addrs := make([]common.Address, len(tokens))
 	var wg sync.WaitGroup

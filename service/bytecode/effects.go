@@ -26,6 +26,11 @@ type Effects struct {
 	// Hooks are the external contracts transfer calls, by where their
 	// address comes from.
 	Hooks []Hook
+	// Forwards are the DELEGATECALLs on paths that succeed, by site and
+	// where the called address comes from on that path: what the flow
+	// scan's Forwarders cannot tell for an address passed through
+	// internal functions (OpenZeppelin's upgradeToAndCall).
+	Forwards []Forwarder
 	// Complete: every function was followed to the end of every path
 	// within the analysis's bounds, with no computed jump.
 	Complete bool
@@ -338,6 +343,9 @@ func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {
 		for _, c := range end.calls {
 			if c.op == opDELEGATECALL {
 				delegate.add(guards)
+				if fw := forwarderOf(c); !slices.Contains(e.Forwards, fw) {
+					e.Forwards = append(e.Forwards, fw)
+				}
 			}
 		}
 		if end.selfdestruct {
@@ -351,6 +359,25 @@ func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {
 		f.DelegateCalls = []Guarded{delegate}
 	}
 	return f
+}
+
+// forwarderOf classifies a DELEGATECALL's target as the path found it.
+func forwarderOf(c callSite) Forwarder {
+	fw := Forwarder{PC: c.pc}
+	t, _ := strip(c.target)
+	switch {
+	case t.op == tConst:
+		fw.Origin, fw.Address = OriginConstant, t.k.Bytes20()
+	case t.op == tSelf:
+		fw.Origin = OriginSelf
+	case t.has&hasCalldata != 0 && t.has&hasSload == 0:
+		fw.Origin = OriginCalldata
+	default:
+		if f, ok := asField(t); ok && f.slot.op == tConst && f.offset == 0 {
+			fw.Origin, fw.Slot = OriginSlot, f.slot.k.Bytes32()
+		}
+	}
+	return fw
 }
 
 func addGuards(g *Guarded, guards []Guard) *Guarded {

@@ -28,6 +28,7 @@ for (const r of releases) {
   const solc = require(r.pkg);
   const sources = { "Catalogue.sol": { content: source("Catalogue.sol", r) } };
   if (r.immutables) sources["Immutable.sol"] = { content: source("Immutable.sol", r) };
+  if (r.viaIR) sources["UUPS.sol"] = { content: fs.readFileSync(path.join(__dirname, "UUPS.sol"), "utf8") };
   const settings = [
     ["plain", { optimizer: { enabled: false } }],
     ["optimized", { optimizer: { enabled: true, runs: 200 } }],
@@ -44,13 +45,21 @@ for (const r of releases) {
         },
       },
     };
-    const out = JSON.parse(solc.compile(JSON.stringify(input)));
+    const findImports = (p) => {
+      try {
+        return { contents: fs.readFileSync(path.join(__dirname, "node_modules", p), "utf8") };
+      } catch (e) {
+        return { error: "not found: " + p };
+      }
+    };
+    const out = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
     const errors = (out.errors || []).filter((e) => e.severity === "error");
     for (const e of errors) console.error(e.formattedMessage);
     if (errors.length) process.exit(1);
     const file = `${r.tag}-${name}.json`;
     const contracts = {};
-    for (const [, cs] of Object.entries(out.contracts)) {
+    for (const [unit, cs] of Object.entries(out.contracts)) {
+      if (!sources[unit]) continue; // the libraries it imports
       for (const [cname, c] of Object.entries(cs)) {
         if (cname === "Base" || cname === "IGuard") continue;
         contracts[cname] = {
