@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"math/big"
 	"os"
 	"slices"
 	"strings"
@@ -38,18 +40,30 @@ type catalogueBuild struct {
 // implementation is no unresolved proxy.
 func TestRugCheckPowersOnChain(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("bytecode/testdata/effects/0.8-optimized.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var build catalogueBuild
-	if err := json.Unmarshal(raw, &build); err != nil {
-		t.Fatal(err)
+	build := catalogueBuild{Contracts: map[string]struct {
+		ABI      json.RawMessage
+		Bytecode string
+	}{}}
+	for _, f := range []string{"bytecode/testdata/effects/0.8-optimized.json", "bytecode/testdata/launchpads/clanker.json"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b catalogueBuild
+		if err := json.Unmarshal(raw, &b); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(build.Contracts, b.Contracts)
 	}
 	d := devnettest.StartChain(t)
 	ctx := context.Background()
 	deployer, dev := d.Account(6), d.Account(7)
 	dead := common.HexToAddress("0x000000000000000000000000000000000000dEaD")
+	// ClankerToken(name, symbol, maxSupply, admin, image, metadata,
+	// context, initialSupplyChainId): the supply is minted on Base.
+	clanker := func(admin common.Address) []any {
+		return []any{"Clanked", "CLNK", new(big.Int).Exp(big.NewInt(10), big.NewInt(29), nil), admin, "ipfs://image", "{}", "{}", big.NewInt(8453)}
+	}
 	type token struct {
 		name, contract string
 		args           []any
@@ -74,6 +88,11 @@ func TestRugCheckPowersOnChain(t *testing.T) {
 			[]string{"mintable", "hidden-owner"}, nil, strings.ToLower(dev.Address.Hex()[2:])},
 		{"immutable minter dead", "ImmutableFarm", []any{dead}, false, "WARN",
 			[]string{"mintable"}, []string{"hidden-owner"}, "every guard is gone"},
+		// Clanker's tokens from its SDK (v4 is an ERC-7802 SuperchainERC20:
+		// the SuperchainTokenBridge alone mints, for supply burnt on another
+		// chain): no owner power, PASS.
+		{"clanker v3.1", "ClankerToken_v3_1", clanker(dev.Address), false, "PASS", nil, []string{"mintable", "hidden-owner"}, ""},
+		{"clanker v4", "ClankerToken_v4", clanker(dev.Address), false, "PASS", nil, []string{"mintable", "hidden-owner"}, ""},
 		// OpenZeppelin 4.9's UUPS implementation, checked itself: its one
 		// DELEGATECALL runs the implementation upgradeToAndCall is passed.
 		{"uups implementation", "UUPSToken", nil, false, "WARN",

@@ -159,6 +159,15 @@ func Powers(e bytecode.Effects) []Power {
 				Effect: fmt.Sprintf("writes %s, the address of a contract transfer calls", targetText(h.Target))})
 		})
 	}
+	// A mint or burn only an OP Stack bridge predeploy may call is the
+	// bridge's protocol (supply burnt on one chain is minted on another):
+	// no capability.
+	out = slices.DeleteFunc(out, func(p Power) bool {
+		return !slices.ContainsFunc(p.Guards, func(g bytecode.Guard) bool {
+			_, bridge := bridges[g.Address]
+			return g.Kind != bytecode.GuardConstant || !bridge
+		})
+	})
 	for _, p := range out {
 		slices.SortFunc(p.Guards, compareGuards)
 	}
@@ -276,6 +285,15 @@ type effectVerdict struct {
 
 var deadAddress = [20]byte{18: 0xde, 19: 0xad}
 
+// bridges are the OP Stack predeploys a bridged token lets mint and burn
+// (ERC-7802's crosschainMint, OptimismMintableERC20's mint): the supply
+// they create is burnt on another chain, so a guard that is one of them
+// is no controller.
+var bridges = map[[20]byte]string{
+	{0: 0x42, 19: 0x28}: "SuperchainTokenBridge",
+	{0: 0x42, 19: 0x10}: "L2StandardBridge",
+}
+
 func gone(a [20]byte) bool { return a == [20]byte{} || a == deadAddress }
 
 // guardState says whether a guard still lets someone in, and why. A
@@ -290,6 +308,9 @@ func (e *EffectFacts) guardState(g bytecode.Guard, f Facts) (live bool, addr [20
 		}
 		return !gone(v), v, fmt.Sprintf("%s, which holds 0x%x", GuardText(g), v[:])
 	case bytecode.GuardConstant:
+		if name, ok := bridges[g.Address]; ok {
+			return false, g.Address, GuardText(g) + " (the OP Stack's " + name + " predeploy: supply moved between chains, no one's power)"
+		}
 		return !gone(g.Address), g.Address, GuardText(g)
 	}
 	if f.RoleBased {
