@@ -1,9 +1,30 @@
 // Package bytecode reads EVM runtime bytecode without running it against a
 // chain: which function selectors the dispatcher compares the calldata
 // against, whether reachable code can DELEGATECALL (and where the called
-// address comes from) or SELFDESTRUCT, and the minimal-proxy (EIP-1167,
-// ERC-7511) and EIP-7702 delegation shapes. Pure functions, no I/O; what
-// the findings mean (capabilities, proxies, verdicts) is service/rugcheck's.
+// address comes from) or SELFDESTRUCT, the minimal-proxy (EIP-1167,
+// ERC-7511) and EIP-7702 delegation shapes ([Analyze], flow.go), and what
+// each function does ([AnalyzeEffects], effects.go, paths.go, term.go).
+// Pure functions, no I/O; what the findings mean (capabilities, proxies,
+// verdicts) is service/rugcheck's.
+//
+// # Effects
+//
+// [AnalyzeEffects] follows every function the dispatcher reaches, and the
+// fallback, path by path, with the stack, memory at constant offsets and
+// the path's own storage writes held as symbolic terms (the caller, a
+// calldata word, SLOAD of a slot, keccak of memory words, opcodes over
+// them); a branch whose condition neither constants nor the path's own
+// earlier branches decide is followed both ways. Nothing is simulated.
+// A block reached again in the same state, agreeing on the earlier
+// conditions its paths consulted, is not followed twice; loops take two
+// turns per call frame; the work is bounded per function and per code
+// (past the bounds a function is incomplete). It reports who may call
+// each function (caller or tx.origin against a storage field, a constant
+// or a mapping keyed by the caller), what it writes, its mints and
+// seizures on the token's own layout (from balanceOf and totalSupply),
+// what transfer and transferFrom read on paths that revert, the rates
+// they scale credits by, the contracts they call, and every DELEGATECALL's
+// target as each path found it.
 //
 // # Reachable code only
 //

@@ -1,8 +1,9 @@
 // Package rugcheck holds the published rug-check rules (docs/rules.md):
-// which dispatcher selectors reveal which privileged capability, and how
-// capabilities, ownership, proxies and activity make a PASS, WARN or FAIL
-// verdict with stable flag identifiers. Pure functions over facts the
-// service gathered from the chain; no I/O.
+// which dispatcher selectors reveal which privileged capability, which
+// function effects are powers and who holds them (effects.go), and how
+// capabilities, guards, ownership, proxies and activity make a PASS, WARN
+// or FAIL verdict with stable flag identifiers. Pure functions over facts
+// the service gathered from the code and the chain; no I/O.
 package rugcheck
 
 import (
