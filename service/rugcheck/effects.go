@@ -88,7 +88,8 @@ const MaxCappedFee = 0.25
 //     keyed by an address; a flag; a value compared with the amount, a
 //     balance or the time);
 //   - fee: writes to a rate transfer scales the credited amount by;
-//   - hook: writes to the address of a contract transfer calls.
+//   - hook: writes to the address of a contract transfer calls;
+//   - upgrade: writes to the slot a DELEGATECALL reads its code from.
 func Powers(e bytecode.Effects) []Power {
 	var out []Power
 	add := func(p Power) {
@@ -148,6 +149,15 @@ func Powers(e bytecode.Effects) []Power {
 				p.Effect += ", " + p.Cap
 			}
 			add(p)
+		})
+	}
+	for _, fw := range e.Forwards {
+		if fw.Origin != bytecode.OriginSlot {
+			continue
+		}
+		writers(bytecode.Target{Kind: bytecode.TargetSlot, Slot: fw.Slot}, func(f bytecode.Function, w bytecode.Write) {
+			add(Power{Class: Upgrade, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
+				Effect: fmt.Sprintf("writes slot %s, the address whose code a DELEGATECALL runs", slotText(fw.Slot))})
 		})
 	}
 	for _, h := range e.Hooks {

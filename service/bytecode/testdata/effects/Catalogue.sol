@@ -350,6 +350,21 @@ contract Hooked is Base {
     }
 }
 
+/// Code the owner can swap: a helper run by DELEGATECALL from an address
+/// in storage.
+contract Swappable is Base {
+    address private _logic;
+
+    function setLogic(address l) external onlyOwner {
+        _logic = l;
+    }
+
+    function run(bytes calldata data) external {
+        (bool ok, ) = _logic.delegatecall(data);
+        require(ok, "run");
+    }
+}
+
 /// The owner can destroy the token.
 contract Cleanup is Base {
     function cleanup() external onlyOwner {
