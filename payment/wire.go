@@ -194,9 +194,15 @@ func DecodeEnvelope(value string, version int) (*Envelope, error) {
 // ParseEnvelope decodes a PaymentPayload JSON of the given version,
 // leaving its scheme's payload as JSON.
 func ParseEnvelope(raw []byte, version int) (*Envelope, error) {
+	if !json.Valid(raw) {
+		// Any text can pass for base64 ("junk" decodes to three bytes): say
+		// what the header should be, not what the JSON decoder tripped on.
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf(
+			"the %s header is not base64-encoded JSON (an x402 PaymentPayload): it decodes to %d bytes that are not JSON", headerOf(version), len(raw))}
+	}
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payment header is not a JSON PaymentPayload: " + err.Error()}
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "the " + headerOf(version) + " header's JSON is not an x402 PaymentPayload: " + err.Error()}
 	}
 	switch {
 	case w.X402Version == nil:

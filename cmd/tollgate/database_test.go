@@ -97,7 +97,7 @@ func TestLedgerOnPostgres(t *testing.T) {
 	}
 	out.Reset()
 	if err := run(ctx, []string{"ledger", "list", "--database", url}, envOf(nil), &out, &errOut); err != nil ||
-		!strings.Contains(out.String(), "1 payments, 1 settled for 50000") {
+		!strings.Contains(out.String(), "1 payments: 1 settled by exact for $0.05 (50000") {
 		t.Fatalf("ledger list: %v\n%s%s", err, out.String(), errOut.String())
 	}
 	if strings.Contains(errOut.String(), "postgres@") {

@@ -272,9 +272,33 @@ func writeList(w io.Writer, es []entry) error {
 		}
 	}
 	paid := new(big.Int).Add(settledSum, chargedSum)
-	_, err := fmt.Fprintf(w, "%d payments, %d settled for %s atomic units (%s), %d charged for %s (%s): %d paid for %s atomic units, %s USD\n",
-		len(es), settled, settledSum, exact.Scheme, charged, chargedSum, batch.Scheme, settled+charged, paid, usd(paid.String()))
+	_, err := fmt.Fprintf(w, "%d payments: %d settled by %s for %s, %d charged by %s for %s; %d paid for %s\n",
+		len(es), settled, exact.Scheme, dollars(settledSum), charged, batch.Scheme, dollars(chargedSum), settled+charged, dollars(paid))
 	return err
+}
+
+// money writes atomic units as dollars with at least the cents: "$1.00",
+// "$0.05", "$0.035".
+func money(n *big.Int) string {
+	s := usd(n.String())
+	switch i := strings.IndexByte(s, '.'); {
+	case i < 0:
+		s += ".00"
+	case len(s)-i == 2:
+		s += "0"
+	}
+	return "$" + s
+}
+
+// dollars writes atomic units as "$0.05 (50000 atomic units)": the money,
+// then what the chain and the store hold.
+func dollars(n *big.Int) string {
+	return fmt.Sprintf("%s (%s atomic units)", money(n), n)
+}
+
+// cell writes an amount for a table cell: "$0.05 (50000)".
+func cell(n *big.Int) string {
+	return fmt.Sprintf("%s (%s)", money(n), n)
 }
 
 func orDash(s string) string {
@@ -374,7 +398,8 @@ func reconcileOnce(ctx context.Context, db *store.DB, rpcURL, payTo string, stdo
 // writeChannels prints the batch-settlement channels (what each charged,
 // what is claimed, its deposit, what waits for a claim and since when,
 // and a timed withdrawal), their totals, and the latest claim and settle
-// transactions, newest first. Amounts are atomic units.
+// transactions, newest first. Amounts are dollars, with the atomic
+// units beside them.
 func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tPAYER\tCHARGED\tCLAIMED\tDEPOSIT\tUNCLAIMED\tWAITING\tWITHDRAW REQUESTED")
@@ -401,13 +426,13 @@ func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now
 		if c.WithdrawRequestedAt != 0 {
 			withdraw = time.Unix(int64(c.WithdrawRequestedAt), 0).UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID.Hex(), c.Config.Payer.Hex(), charged, claimed, orZeroInt(c.Balance),
-			open, age, withdraw)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID.Hex(), c.Config.Payer.Hex(), cell(charged), cell(claimed), cell(orZeroInt(c.Balance)),
+			cell(open), age, withdraw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d channels; %s atomic units unclaimed on %d of them", len(chans), unclaimed, waiting)
+	fmt.Fprintf(w, "%d channels; %s unclaimed on %d of them", len(chans), dollars(unclaimed), waiting)
 	if !oldest.IsZero() {
 		fmt.Fprintf(w, ", the oldest waiting %s", now.Sub(oldest).Round(time.Second))
 	}
@@ -431,7 +456,7 @@ func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now
 			channels = fmt.Sprint(r.Rows)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Kind, r.Result, tx, channels,
-			orZeroInt(r.Amount), receiver, orDash(strings.TrimSpace(r.Reason+" "+r.Message)))
+			cell(orZeroInt(r.Amount)), receiver, orDash(strings.TrimSpace(r.Reason+" "+r.Message)))
 	}
 	return tw.Flush()
 }

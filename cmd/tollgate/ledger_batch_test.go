@@ -76,14 +76,15 @@ func TestLedgerChannels(t *testing.T) {
 		t.Fatalf("no row for %s in\n%s", id.Hex(), got)
 		return nil
 	}
-	if f := row(waiting); f[2] != "150000" || f[3] != "50000" || f[4] != "1000000" || f[5] != "100000" || f[6] != "2h0m0s" || f[7] != "-" {
+	// Each amount is two fields: dollars, then (atomic units).
+	if f := row(waiting); strings.Join(f[2:10], " ") != "$0.15 (150000) $0.05 (50000) $1.00 (1000000) $0.10 (100000)" || f[10] != "2h0m0s" || f[11] != "-" {
 		t.Errorf("the waiting channel: %v", f)
 	}
-	if f := row(withdrawing); f[5] != "50000" || f[7] != "2030-03-17T17:46:40Z" {
+	if f := row(withdrawing); strings.Join(f[8:10], " ") != "$0.05 (50000)" || f[11] != "2030-03-17T17:46:40Z" {
 		t.Errorf("the withdrawing channel: %v", f)
 	}
 	for _, want := range []string{
-		"3 channels; 150000 atomic units unclaimed on 2 of them, the oldest waiting 2h0m0s",
+		"3 channels; $0.15 (150000 atomic units) unclaimed on 2 of them, the oldest waiting 2h0m0s",
 		"invalid_batch_settlement_evm_claim_simulation_failed ClaimExceedsBalance",
 	} {
 		if !strings.Contains(got, want) {
@@ -177,15 +178,15 @@ func TestLedgerVoucherCalls(t *testing.T) {
 		footer  string
 	}{
 		{"everything", nil, []string{"batch-settlement", "batch-settlement", "exact", "exact", "batch-settlement"},
-			"5 payments, 1 settled for 50000 atomic units (exact), 3 charged for 35000 (batch-settlement): 4 paid for 85000 atomic units, 0.085 USD"},
+			"5 payments: 1 settled by exact for $0.05 (50000 atomic units), 3 charged by batch-settlement for $0.035 (35000 atomic units); 4 paid for $0.085 (85000 atomic units)"},
 		{"paid: the totals' calls", []string{"--state", "paid"}, []string{"batch-settlement", "batch-settlement", "exact", "batch-settlement"},
-			"4 payments, 1 settled for 50000 atomic units (exact), 3 charged for 35000 (batch-settlement): 4 paid for 85000 atomic units, 0.085 USD"},
+			"4 payments: 1 settled by exact for $0.05 (50000 atomic units), 3 charged by batch-settlement for $0.035 (35000 atomic units); 4 paid for $0.085 (85000 atomic units)"},
 		{"charged", []string{"--state", "charged"}, []string{"batch-settlement", "batch-settlement", "batch-settlement"},
-			"3 payments, 0 settled for 0 atomic units (exact), 3 charged for 35000 (batch-settlement): 3 paid for 35000 atomic units, 0.035 USD"},
-		{"settled", []string{"--state", "settled"}, []string{"exact"}, "1 payments, 1 settled for 50000 atomic units"},
-		{"failed", []string{"--state", "failed"}, []string{"exact"}, "1 payments, 0 settled for 0 atomic units (exact), 0 charged for 0 (batch-settlement): 0 paid"},
-		{"one payer", []string{"--payer", strings.ToLower(payerB.Hex())}, []string{"batch-settlement"}, "1 payments, 0 settled"},
-		{"since", []string{"--since", "90m"}, []string{"batch-settlement", "exact", "exact", "batch-settlement"}, "4 payments, 1 settled"},
+			"3 payments: 0 settled by exact for $0.00 (0 atomic units), 3 charged by batch-settlement for $0.035 (35000 atomic units); 3 paid for $0.035 (35000 atomic units)"},
+		{"settled", []string{"--state", "settled"}, []string{"exact"}, "1 payments: 1 settled by exact for $0.05 (50000 atomic units)"},
+		{"failed", []string{"--state", "failed"}, []string{"exact"}, "1 payments: 0 settled by exact for $0.00 (0 atomic units), 0 charged by batch-settlement for $0.00 (0 atomic units); 0 paid"},
+		{"one payer", []string{"--payer", strings.ToLower(payerB.Hex())}, []string{"batch-settlement"}, "1 payments: 0 settled"},
+		{"since", []string{"--since", "90m"}, []string{"batch-settlement", "exact", "exact", "batch-settlement"}, "4 payments: 1 settled"},
 	} {
 		t.Run("list "+tt.name, func(t *testing.T) {
 			t.Parallel()

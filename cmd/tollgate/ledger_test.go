@@ -88,8 +88,8 @@ func TestLedgerCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"list"}, "3 payments, 1 settled for 50000 atomic units"},
-		{[]string{"list", "--state", "failed"}, "1 payments, 0 settled"},
+		{[]string{"list"}, "3 payments: 1 settled by exact for $0.05 (50000 atomic units)"},
+		{[]string{"list", "--state", "failed"}, "1 payments: 0 settled"},
 		{[]string{"list", "--payer", strings.ToLower(payer.Address.Hex())}, "3 payments"},
 		{[]string{"list", "--payer", crypto.PubkeyToAddress(chain.Account(5).Key.PublicKey).Hex()}, "0 payments"},
 		{[]string{"list", "--since", "1h"}, "3 payments"},

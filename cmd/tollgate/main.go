@@ -46,9 +46,10 @@ Usage:
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
   tollgate lanes import FILE
                            store trade-tape closes from JSONL or CSV (all or nothing; idempotent by id)
-  tollgate ledger list|export|reconcile
+  tollgate ledger list|export|reconcile|channels
                            the payments ledger: list (filters --state, --since, --payer), export as CSV,
-                           reconcile unresolved settlements against the chain once (--chain-rpc)
+                           reconcile unresolved settlements against the chain once (--chain-rpc),
+                           channels: batch-settlement channels, charged, claimed and unclaimed
   tollgate backtest [--product ETH-USD]
                            score the embedded forecaster against the random walk on the candle feed
   tollgate version         the binary's version, VCS revision and commit time

@@ -33,7 +33,7 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	timeout := fs.Duration("timeout", 2*time.Minute, "overall deadline")
 	maxAmount := fs.String("max-amount", "1000000", "most one call may cost, in the asset's atomic units (1000000 = 1.00 USDC)")
 	scheme := fs.String("scheme", "exact", "x402 scheme to pay with: exact (one transfer per call) or batch-settlement (a deposit into a channel once, then a signed voucher per call; x402 v2 only)")
-	channels := fs.String("channel-dir", "", "batch-settlement: directory keeping each channel's charged total and deposit between runs; empty: tollgate/channels in the user's state directory")
+	channels := fs.String("channel-dir", "", "batch-settlement: directory keeping each channel's charged total and deposit between runs; empty: tollgate/channels in the user's configuration directory (os.UserConfigDir)")
 	maxDeposit := fs.String("max-deposit", "10000000", "batch-settlement: most one deposit may be, in atomic units (10000000 = 10.00 USDC)")
 	refund := fs.Bool("refund", false, "batch-settlement: ask the server for a cooperative refund of the channel's unspent deposit instead of paying")
 	fs.Usage = func() {
