@@ -10,6 +10,7 @@ import (
 
 	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/service/forecast"
+	"github.com/tollgate/tollgate/service/market"
 )
 
 // backtest runs `tollgate backtest`: a rolling-origin evaluation of the
@@ -29,6 +30,7 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 	window := fs.Int("window", 720, "closes each fit sees (as /forecast)")
 	horizon := fs.Int("horizon", 24, "hours ahead scored")
 	step := fs.Int("step", 12, "hours between origins")
+	asOf := fs.String("as-of", "", "score the closes up to this time (RFC 3339, e.g. 2026-11-01T00:00:00Z) instead of now: the synthetic feed then gives the same numbers on every run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,7 +46,19 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("backtest: %w", err)
 	}
 	cfg.candles = feed
-	cache, src, err := newCandles(cfg, admin.NewMetrics(admin.Build{}, nil)) // counted nowhere
+	source, src, err := candleSource(cfg, admin.NewMetrics(admin.Build{}, nil)) // counted nowhere
+	if err != nil {
+		return err
+	}
+	cc := market.DefaultCacheConfig()
+	if *asOf != "" {
+		at, err := time.Parse(time.RFC3339, *asOf)
+		if err != nil {
+			return fmt.Errorf("backtest: --as-of %q: want RFC 3339 (2026-11-01T00:00:00Z)", *asOf)
+		}
+		cc.Now = func() time.Time { return at }
+	}
+	cache, err := market.NewCache(source, cc)
 	if err != nil {
 		return err
 	}
@@ -56,8 +70,9 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backtest of %s on %s (%s): %d hourly closes, window %d, horizon %d h, %d origins every %d h\n",
-		forecast.ModelName, *product, src.Name, len(s.Closes()), r.Window, r.Horizon, r.Origins, *step)
+	last := s.Candles[len(s.Candles)-1].Time.UTC().Format(time.RFC3339)
+	fmt.Fprintf(stdout, "backtest of %s on %s (%s): %d hourly closes to %s, window %d, horizon %d h, %d origins every %d h\n",
+		forecast.ModelName, *product, src.Name, len(s.Closes()), last, r.Window, r.Horizon, r.Origins, *step)
 	if src.Synthetic {
 		fmt.Fprintf(stdout, "SYNTHETIC candles (%s): generated in process, not market data; this score says nothing about real markets (--candles-url %s for the real feed)\n",
 			src.Name, coinbaseExchangeURL)

@@ -116,8 +116,9 @@ func TestLaneServiceIsPrivate(t *testing.T) {
 	}
 }
 
-// TestBacktestCommand: the backtest prints its table on the devnet feed
-// and refuses products it cannot score.
+// TestBacktestCommand: the backtest prints its table on the devnet feed,
+// refuses products it cannot score, and with --as-of gives the same
+// figures on every run.
 func TestBacktestCommand(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
@@ -132,5 +133,22 @@ func TestBacktestCommand(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"backtest", "--product", "TCS.NS"}, envOf(nil), &out, &errOut); err == nil {
 		t.Error("backtest of an equity accepted")
+	}
+	// An as-of time makes the synthetic feed's score the same on every
+	// run: the figures the README quotes.
+	asOf := func() string {
+		var o bytes.Buffer
+		args := []string{"backtest", "--product", "ETH-USD", "--closes", "800", "--window", "200", "--step", "48", "--as-of", "2026-11-01T00:00:00Z"}
+		if err := run(context.Background(), args, envOf(nil), &o, &errOut); err != nil {
+			t.Fatalf("backtest --as-of: %v %s", err, errOut.String())
+		}
+		return o.String()
+	}
+	first := asOf()
+	if !strings.Contains(first, "800 hourly closes to 2026-10-31T23:00:00Z") || asOf() != first {
+		t.Errorf("backtest --as-of is not reproducible:\n%s", first)
+	}
+	if err := run(context.Background(), []string{"backtest", "--as-of", "yesterday"}, envOf(nil), &out, &errOut); err == nil || !strings.Contains(err.Error(), "RFC 3339") {
+		t.Errorf("a malformed --as-of: %v", err)
 	}
 }

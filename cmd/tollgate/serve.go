@@ -684,6 +684,19 @@ func syntheticWhy(cfg *config) string {
 // newCandles builds the candle store over the feed validate chose:
 // Coinbase Exchange at its URL, or the synthetic generator.
 func newCandles(cfg *config, metrics *admin.Metrics) (*market.Cache, service.DataSource, error) {
+	src, desc, err := candleSource(cfg, metrics)
+	if err != nil {
+		return nil, desc, err
+	}
+	cc := market.DefaultCacheConfig()
+	cc.Observe = func(hit bool) { metrics.CacheLookup("candles", hit) }
+	cache, err := market.NewCache(src, cc)
+	return cache, desc, err
+}
+
+// candleSource is the candle feed validate chose: Coinbase Exchange at
+// its URL, or the synthetic feed.
+func candleSource(cfg *config, metrics *admin.Metrics) (market.Source, service.DataSource, error) {
 	var src market.Source = market.NewDevnet()
 	desc := service.DataSource{Kind: "candles", Name: src.Name(), Synthetic: true,
 		Description: "deterministic synthetic OHLCV generated in process" + syntheticWhy(cfg) + "; not market data"}
@@ -696,10 +709,7 @@ func newCandles(cfg *config, metrics *admin.Metrics) (*market.Cache, service.Dat
 		src = cb
 		desc = service.DataSource{Kind: "candles", Name: cb.Name(), Description: "Coinbase Exchange public candles at " + cfg.candles.url}
 	}
-	cc := market.DefaultCacheConfig()
-	cc.Observe = func(hit bool) { metrics.CacheLookup("candles", hit) }
-	cache, err := market.NewCache(src, cc)
-	return cache, desc, err
+	return src, desc, nil
 }
 
 // newEquities returns the equity feed validate chose: Yahoo Finance at its
