@@ -201,3 +201,94 @@ func TestInstrument(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectedSeries: the Expect methods expose each combination they are
+// given at zero, the closed label sets (a cycle's result, an upstream
+// call's outcome, a cache's hit or miss) are exposed whole, and counting
+// afterwards moves only the series counted.
+func TestExpectedSeries(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics(Build{}, nil)
+	m.ExpectPayments([]string{"regime", "whales"}, []string{"r1", "r2"}, []string{"f1"})
+	m.ExpectBatch([]string{"claim", "settle"}, []string{"ok", "error"})
+	m.ExpectRoutes([]string{"GET /regime", "other"}, []int{200, 502})
+	m.ExpectCaches("candles")
+	fresh := scrape(t, m)
+	for _, tt := range []struct {
+		name   string
+		labels []string // label names, in the order of each row's values
+		rows   [][]string
+	}{
+		{"tollgate_payment_challenges_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_presented_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_verified_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_settled_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_revenue_usd_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_settle_duration_seconds", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_refused_total", []string{"operation", "reason"}, [][]string{{"regime", "r1"}, {"regime", "r2"}, {"whales", "r1"}, {"whales", "r2"}}},
+		{"tollgate_payment_failed_total", []string{"operation", "reason"}, [][]string{{"regime", "f1"}, {"whales", "f1"}}},
+		{"tollgate_batch_transactions_total", []string{"kind", "result"}, [][]string{{"claim", "ok"}, {"claim", "error"}, {"settle", "ok"}, {"settle", "error"}}},
+		{"tollgate_batch_usd_total", []string{"kind"}, [][]string{{"claim"}, {"settle"}}},
+		{"tollgate_http_requests_total", []string{"route", "method", "status"},
+			[][]string{{"GET /regime", "GET", "200"}, {"GET /regime", "GET", "502"}, {"other", "GET", "200"}, {"other", "GET", "502"}}},
+		{"tollgate_http_request_duration_seconds", []string{"route"}, [][]string{{"GET /regime"}, {"other"}}},
+		{"tollgate_cache_requests_total", []string{"cache", "result"}, [][]string{{"candles", "hit"}, {"candles", "miss"}}},
+		{"tollgate_whale_scan_cycles_total", []string{"result"}, [][]string{{"ok"}, {"error"}}},
+	} {
+		var got [][]string
+		for _, s := range fresh[tt.name].GetMetric() {
+			var row []string
+			for _, l := range tt.labels {
+				for _, have := range s.GetLabel() {
+					if have.GetName() == l {
+						row = append(row, have.GetValue())
+					}
+				}
+			}
+			got = append(got, row)
+			if v := s.GetCounter().GetValue() + float64(s.GetHistogram().GetSampleCount()); v != 0 {
+				t.Errorf("%s%v is %v before anything happened", tt.name, row, v)
+			}
+		}
+		sortRows := func(rows [][]string) {
+			slices.SortFunc(rows, func(a, b []string) int { return slices.Compare(a, b) })
+		}
+		sortRows(got)
+		sortRows(tt.rows)
+		if !slices.EqualFunc(got, tt.rows, slices.Equal) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.rows)
+		}
+	}
+
+	m.Refused("regime", "r2")
+	m.CacheLookup("bytecode", true)
+	m.Upstream("chain", "eth_call", time.Millisecond, nil)
+	after := scrape(t, m)
+	for _, tt := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"tollgate_payment_refused_total", map[string]string{"operation": "regime", "reason": "r2"}, 1},
+		{"tollgate_payment_refused_total", map[string]string{"operation": "whales", "reason": "r2"}, 0},
+		{"tollgate_cache_requests_total", map[string]string{"cache": "bytecode", "result": "hit"}, 1},
+		{"tollgate_cache_requests_total", map[string]string{"cache": "bytecode", "result": "miss"}, 0},
+		{"tollgate_upstream_requests_total", map[string]string{"upstream": "chain", "method": "eth_call", "outcome": "ok"}, 1},
+		{"tollgate_upstream_requests_total", map[string]string{"upstream": "chain", "method": "eth_call", "outcome": "error"}, 0},
+	} {
+		if !slices.ContainsFunc(after[tt.name].GetMetric(), func(s *dto.Metric) bool { return labelsMatch(s, tt.labels) }) {
+			t.Errorf("%s%v is not exposed", tt.name, tt.labels)
+		} else if got := counter(after, tt.name, tt.labels); got != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+}
+
+func labelsMatch(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
+			return false
+		}
+	}
+	return true
+}

@@ -20,6 +20,19 @@ func (m *Metrics) Instrument(routeOf func(*http.Request) string, next http.Handl
 	})
 }
 
+// ExpectRoutes exposes tollgate_http_requests_total at zero for every
+// route (gateway.Routes) answering a GET with each of statuses
+// (gateway.Statuses), and tollgate_http_request_duration_seconds for
+// every route: the 5xx ratio sees a fresh process's first error.
+func (m *Metrics) ExpectRoutes(routes []string, statuses []int) {
+	for _, route := range routes {
+		m.httpDuration.WithLabelValues(route)
+		for _, status := range statuses {
+			m.httpRequests.WithLabelValues(route, http.MethodGet, strconv.Itoa(status))
+		}
+	}
+}
+
 // methodLabel keeps the method label bounded: anything unusual is "other".
 func methodLabel(m string) string {
 	switch m {

@@ -71,6 +71,14 @@ type Metrics struct {
 // provides it (through a small adapter in cmd).
 type Unresolved func(ctx context.Context) (n int, oldest time.Duration, err error)
 
+// Label values from closed sets: every value of a set is exposed, at
+// zero, as soon as the series' other labels are (a rate cannot see the
+// first event of a series that appears with it).
+const (
+	outcomeOK, outcomeError = "ok", "error" // an upstream call's outcome, a whale scan cycle's result
+	cacheHit, cacheMiss     = "hit", "miss"
+)
+
 // latency buckets, seconds: from a cached answer (sub-millisecond) to a
 // settlement waiting for its block (seconds).
 var latency = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 4, 8, 16, 32}
@@ -102,6 +110,9 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 	m.scanLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_lag_blocks", Help: "Blocks between the chain head and the last block the whale scan covered."})
 	m.scanCalls = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_rpc_calls", Help: "JSON-RPC round trips of the last whale scan cycle."})
 	m.scanCycles = f.counters("tollgate_whale_scan_cycles_total", "Whale scan cycles, by result (ok or error).", "result")
+	for _, r := range []string{outcomeOK, outcomeError} {
+		m.scanCycles.WithLabelValues(r)
+	}
 	reg.MustRegister(m.scanDuration, m.scanLag, m.scanCalls)
 
 	m.batchTxs = f.counters("tollgate_batch_transactions_total", "Batch-settlement claims and settles asked of the facilitator by this process, by kind (claim or settle) and result (ok, refused, error, noop).", "kind", "result")
@@ -213,6 +224,19 @@ func (c batchCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
 }
 
+// ExpectBatch exposes tollgate_batch_transactions_total at zero for every
+// kind and result the claimer reports (batch.Claimer's Outcomes), and
+// tollgate_batch_usd_total for every kind: the dashboard and the alerts
+// see the first claim, and the first failed one, of a fresh process.
+func (m *Metrics) ExpectBatch(kinds, results []string) {
+	for _, k := range kinds {
+		m.batchUSD.WithLabelValues(k)
+		for _, r := range results {
+			m.batchTxs.WithLabelValues(k, r)
+		}
+	}
+}
+
 // BatchTransaction counts one batch-settlement claim or settle and, when
 // it landed, its USD (Metrics implements batch.ClaimObserver).
 func (m *Metrics) BatchTransaction(kind, result string, usd float64) {
@@ -245,6 +269,27 @@ func (m *Metrics) EscrowWatched(err error) {
 	m.watchLast.SetToCurrentTime()
 }
 
+// ExpectPayments exposes the payment funnel at zero for every operation,
+// and tollgate_payment_refused_total and tollgate_payment_failed_total
+// for every operation and reason a payment can end with (payment.Gate's
+// Outcomes): a fresh process's panels have data, and a rate sees the
+// first refusal or failure. A reason outside the lists (a remote
+// facilitator's own) is still counted, from its first occurrence.
+func (m *Metrics) ExpectPayments(ops, refused, failed []string) {
+	for _, op := range ops {
+		for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue} {
+			v.WithLabelValues(op)
+		}
+		m.settleTiming.WithLabelValues(op)
+		for _, r := range refused {
+			m.refused.WithLabelValues(op, r)
+		}
+		for _, r := range failed {
+			m.failed.WithLabelValues(op, r)
+		}
+	}
+}
+
 // The payment funnel: Metrics implements payment.Observer.
 
 func (m *Metrics) Challenged(op string)           { m.challenges.WithLabelValues(op).Inc() }
@@ -264,23 +309,34 @@ func (m *Metrics) Settled(op string, usd float64, took time.Duration) {
 	}
 }
 
-// CacheLookup counts one lookup of cache.
+// ExpectCaches exposes tollgate_cache_requests_total at zero for caches,
+// hits and misses.
+func (m *Metrics) ExpectCaches(caches ...string) {
+	for _, c := range caches {
+		m.cache.WithLabelValues(c, cacheHit)
+		m.cache.WithLabelValues(c, cacheMiss)
+	}
+}
+
+// CacheLookup counts one lookup of cache; a cache not expected is exposed
+// with both results from its first lookup on.
 func (m *Metrics) CacheLookup(cache string, hit bool) {
-	result := "miss"
+	result, other := cacheMiss, cacheHit
 	if hit {
-		result = "hit"
+		result, other = cacheHit, cacheMiss
 	}
 	m.cache.WithLabelValues(cache, result).Inc()
+	m.cache.WithLabelValues(cache, other)
 }
 
 // WhaleScan records one scan cycle: its duration, its JSON-RPC round
 // trips, and how far behind the head it left the scan.
 func (m *Metrics) WhaleScan(took time.Duration, calls int64, lag uint64, err error) {
 	if err != nil {
-		m.scanCycles.WithLabelValues("error").Inc()
+		m.scanCycles.WithLabelValues(outcomeError).Inc()
 		return
 	}
-	m.scanCycles.WithLabelValues("ok").Inc()
+	m.scanCycles.WithLabelValues(outcomeOK).Inc()
 	m.scanDuration.Observe(took.Seconds())
 	m.scanCalls.Set(float64(calls))
 	m.scanLag.Set(float64(lag))
@@ -292,14 +348,16 @@ func (m *Metrics) Upstream(upstream, method string, took time.Duration, err erro
 }
 
 // record counts each of methods, made in one call to upstream that took
-// took, and times the call once (a JSON-RPC batch as "batch").
+// took, and times the call once (a JSON-RPC batch as "batch"). A method's
+// other outcome is exposed with it, at zero until it happens.
 func (m *Metrics) record(upstream string, methods []string, took time.Duration, failed bool) {
-	outcome := "ok"
+	outcome, other := outcomeOK, outcomeError
 	if failed {
-		outcome = "error"
+		outcome, other = outcomeError, outcomeOK
 	}
 	for _, name := range methods {
 		m.upstreamRequests.WithLabelValues(upstream, name, outcome).Inc()
+		m.upstreamRequests.WithLabelValues(upstream, name, other)
 	}
 	timed := "batch"
 	if len(methods) == 1 {

@@ -88,18 +88,46 @@ func exampleOf(s map[string]any) any {
 // RouteOf returns the function naming a request's route for metrics: the
 // net/http pattern of the operation it matches ("GET /rugcheck/{addr}"),
 // or "other" for anything else (unknown paths, other methods), so that
-// label values stay bounded.
+// label values stay bounded. Routes lists them all.
 func RouteOf(cat *catalog.Catalog) func(*http.Request) string {
 	mux := http.NewServeMux()
-	for _, op := range cat.Operations() {
-		for _, path := range op.Paths {
-			mux.Handle("GET "+servePattern(path), http.NotFoundHandler())
+	for _, pattern := range Routes(cat) {
+		if pattern != otherRoute {
+			mux.Handle(pattern, http.NotFoundHandler())
 		}
 	}
 	return func(r *http.Request) string {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			return pattern
 		}
-		return "other"
+		return otherRoute
 	}
+}
+
+// otherRoute names, for metrics, every request no operation matches.
+const otherRoute = "other"
+
+// Routes are the names RouteOf gives: the pattern of each operation's
+// paths, then "other".
+func Routes(cat *catalog.Catalog) []string {
+	var out []string
+	for _, op := range cat.Operations() {
+		for _, path := range op.Paths {
+			out = append(out, "GET "+servePattern(path))
+		}
+	}
+	return append(out, otherRoute)
+}
+
+// Statuses are the statuses the public listener answers a GET with by
+// design, as docs/api.md's table of errors lists them: 200; 400 bad
+// input or a header that is no payment; 402 payment required or refused;
+// 404 unknown path; 429 past a rate limit; 431 oversized headers; 500;
+// 501 not implemented; 502 the facilitator failed or a settlement is
+// unknown; 503 an upstream or the store unavailable; 504 past the
+// deadline. (405 answers other methods only.)
+func Statuses() []int {
+	return []int{http.StatusOK, http.StatusBadRequest, http.StatusPaymentRequired, http.StatusNotFound, http.StatusTooManyRequests,
+		http.StatusRequestHeaderFieldsTooLarge, http.StatusInternalServerError, http.StatusNotImplemented, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 }

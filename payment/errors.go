@@ -17,6 +17,23 @@ const (
 	ReasonResourceMismatch = "invalid_payment_resource_mismatch"
 )
 
+// Codes of Tollgate's own for a failure of its side, the error of the
+// JSON body (docs/payments.md "Codes of our own"); each scheme answers
+// with them.
+const (
+	// ReasonUnavailable (503): the store could not be asked; nothing was
+	// charged.
+	ReasonUnavailable = "unavailable"
+	// ReasonBadGateway (502): the facilitator failed; nothing was charged.
+	ReasonBadGateway = "bad_gateway"
+	// ReasonSettlementUnknown (502): the settlement's outcome is unknown;
+	// the payer retries the same payment.
+	ReasonSettlementUnknown = "settlement_unknown"
+	// ReasonSettlementUnrecorded (503): paid on chain, not yet in the
+	// ledger; the payer retries the same payment to receive the body.
+	ReasonSettlementUnrecorded = "settlement_unrecorded"
+)
+
 // VerifyError is a payment refused before the handler ran: a 402 with the
 // reason.
 type VerifyError struct {

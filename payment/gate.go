@@ -198,6 +198,28 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 	return g, nil
 }
 
+// Outcomes are the label values the gate reports to its Observer: the
+// operations of its routes, and the reasons it and its schemes refuse or
+// fail a payment with; each list sorted, without repeats.
+func (g *Gate) Outcomes() (ops []string, reasons Reasons) {
+	for _, rt := range g.routes {
+		ops = append(ops, rt.Name)
+	}
+	// The gate's own refusals: a header that is no payment, one matching
+	// no requirement (paid, match).
+	reasons.Refused = []string{ReasonInvalidPayload, ReasonInvalidVersion, ReasonNoMatch, ReasonResourceMismatch}
+	for _, s := range g.cfg.Schemes {
+		r := s.Reasons()
+		reasons.Refused = append(reasons.Refused, r.Refused...)
+		reasons.Failed = append(reasons.Failed, r.Failed...)
+	}
+	for _, l := range []*[]string{&ops, &reasons.Refused, &reasons.Failed} {
+		slices.Sort(*l)
+		*l = slices.Compact(*l)
+	}
+	return ops, reasons
+}
+
 // Handler returns next guarded by x402: free routes pass through; paid
 // routes are verified before next runs and settled only if it succeeds.
 func (g *Gate) Handler(next http.Handler) http.Handler {

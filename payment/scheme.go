@@ -23,6 +23,19 @@ type Scheme interface {
 	Accepts(req *Requirement) RequirementsV2
 	// Serve answers a paid request whose payment chose the scheme.
 	Serve(x *Exchange)
+	// Reasons are the codes Serve refuses or fails a payment with (a
+	// remote facilitator may answer others).
+	Reasons() Reasons
+}
+
+// Reasons are the codes a presented payment ends with when it is not
+// delivered, by the step it ends at: Refused before any settlement
+// (Observer.Refused: nothing charged), Failed once verified, its
+// settlement failed or not established (Observer.SettleFailed). Knowing
+// them ahead lets the metrics start each at zero: a series that appears
+// with its first event hides that event from a rate.
+type Reasons struct {
+	Refused, Failed []string
 }
 
 // V1Scheme is a Scheme x402 v1 clients may pay: its entry is written in

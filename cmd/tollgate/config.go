@@ -139,10 +139,13 @@ func resolveFeed(flagName, value string, production, allowSynthetic bool, upstre
 	return marketFeed{url: value}, nil
 }
 
-// The operator listener's default address, and the value that turns it
-// off; the default public URL.
+// The listeners' default addresses, the value that turns the operator
+// listener off, and the default public URL.
 const (
+	defaultHTTP      = ":8402"
+	defaultGRPC      = "127.0.0.1:9402"
 	defaultAdmin     = "127.0.0.1:9403"
+	defaultDevnetRPC = "127.0.0.1:8545"
 	adminOff         = "off"
 	defaultPublicURL = "http://localhost:8402"
 )
@@ -162,14 +165,14 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 		parse := func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 		fs.Uint64Var(p, name, envDefault(getenv, &cfg.envErrs, name, def, parse), usage)
 	}
-	str(&cfg.HTTPAddr, "http", ":8402", "public REST listen address (x402-paid API and free endpoints)")
-	str(&cfg.GRPCAddr, "grpc", "127.0.0.1:9402", "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
-	str(&cfg.AdminAddr, "admin", defaultAdmin, "operator listen address: Prometheus /metrics, /readyz, /debug/pprof (keep it off public networks), or \"off\"")
+	str(&cfg.HTTPAddr, "http", defaultHTTP, "public REST listen address (x402-paid API and free endpoints)")
+	str(&cfg.GRPCAddr, "grpc", defaultGRPC, "private gRPC listen address (reflection, health; unmetered: keep it off public networks)")
+	str(&cfg.AdminAddr, "admin", defaultAdmin, "operator listen address: Prometheus /metrics, /readyz, /debug/pprof (keep it off public networks; each serve on one machine needs its own), or \"off\"")
 	str(&cfg.PublicURL, "public-url", defaultPublicURL, "absolute base URL clients use; catalogs, OpenAPI servers and x402 resources are built from it")
 	str(&cfg.DataDir, "data-dir", "", "directory for the embedded database and other state, created if missing; empty: "+productionDataDir+" with --chain-rpc, "+devnetDataDir+" in devnet mode")
 	str(&cfg.Database, "database", "", databaseUsage)
 	str(&cfg.CandlesURL, "candles-url", "", "Coinbase Exchange REST base URL for candles, or \"synthetic\"; empty: "+coinbaseExchangeURL+" with --chain-rpc, the synthetic feed in devnet mode")
-	str(&cfg.DevnetRPC, "devnet-rpc", "127.0.0.1:8545", "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
+	str(&cfg.DevnetRPC, "devnet-rpc", defaultDevnetRPC, "devnet mode (no --chain-rpc): where the in-process chain serves Ethereum JSON-RPC")
 	dur(&cfg.DevnetBlockTime, "devnet-block-time", 0, "devnet mode, in-process chain: seal a block every this many whole seconds, empty or not (2s: Base's rhythm); 0: a block as soon as a transaction is pending")
 	str(&cfg.DevnetURL, "devnet-url", "", "devnet mode on a shared chain: JSON-RPC URL of a \"tollgate devnet\" (e.g. http://127.0.0.1:8545), instead of an in-process chain; not with --chain-rpc")
 	str(&cfg.ChainRPC, "chain-rpc", "", "Ethereum JSON-RPC URL of a Base node (chain id 8453); empty: run the embedded devnet")

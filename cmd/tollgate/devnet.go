@@ -29,7 +29,7 @@ func devnetCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(stderr)
 	def := getenv("TOLLGATE_DEVNET_RPC")
 	if def == "" {
-		def = "127.0.0.1:8545"
+		def = defaultDevnetRPC
 	}
 	addr := fs.String("rpc", def, "listen address of the chain's JSON-RPC, "+devnet.DescriptionPath+" and "+devnet.GasAccountPath+" (or TOLLGATE_DEVNET_RPC)")
 	blockTime := fs.Duration("block-time", 0, "seal a block every this many whole seconds, empty or not (2s: Base's rhythm); 0: a block as soon as a transaction is pending")

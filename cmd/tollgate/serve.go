@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -66,35 +68,86 @@ type listeners struct {
 	admin              net.Listener // nil with --admin off
 }
 
-// serve binds the listeners of cfg and serves until ctx ends.
+// serve binds the listeners of cfg and serves until ctx ends. Every
+// address that cannot be bound is reported at once, each with its flag.
 func serve(ctx context.Context, cfg *config, logOut io.Writer) error {
 	logger := newLogger(cfg, logOut)
 	var lc net.ListenConfig
 	var ls listeners
-	var err error
-	closeAll := func() {
+	var errs []error
+	for _, b := range []struct {
+		dst        *net.Listener
+		flag, addr string
+		def        string // the flag's default
+		want       bool
+	}{{&ls.grpc, "grpc", cfg.GRPCAddr, defaultGRPC, true}, {&ls.http, "http", cfg.HTTPAddr, defaultHTTP, true},
+		{&ls.devnet, "devnet-rpc", cfg.DevnetRPC, defaultDevnetRPC, cfg.ChainRPC == "" && cfg.DevnetURL == ""},
+		{&ls.admin, "admin", cfg.AdminAddr, defaultAdmin, cfg.AdminAddr != adminOff}} {
+		if !b.want {
+			continue
+		}
+		var err error
+		if *b.dst, err = lc.Listen(ctx, "tcp", b.addr); err != nil {
+			errs = append(errs, listenError(b.flag, b.addr, b.def, err))
+		}
+	}
+	if len(errs) > 0 {
 		for _, l := range []net.Listener{ls.http, ls.grpc, ls.devnet, ls.admin} {
 			if l != nil {
 				l.Close()
 			}
 		}
-	}
-	for _, b := range []struct {
-		dst  *net.Listener
-		addr string
-		name string
-		want bool
-	}{{&ls.grpc, cfg.GRPCAddr, "grpc", true}, {&ls.http, cfg.HTTPAddr, "http", true}, {&ls.devnet, cfg.DevnetRPC, "devnet rpc", cfg.ChainRPC == "" && cfg.DevnetURL == ""},
-		{&ls.admin, cfg.AdminAddr, "admin", cfg.AdminAddr != adminOff}} {
-		if !b.want {
-			continue
-		}
-		if *b.dst, err = lc.Listen(ctx, "tcp", b.addr); err != nil {
-			closeAll()
-			return fmt.Errorf("%s listener: %w", b.name, err)
-		}
+		return errors.Join(errs...)
 	}
 	return serveOn(ctx, cfg, logger, ls)
+}
+
+// listenError names the flag of an address serve could not bind (def is
+// the flag's default) and, when another process holds the address, what
+// to do: two serves on one machine, replicas of one devnet say, need an
+// address of their own for every listener (README "Several replicas").
+// Serve never moves a listener elsewhere on its own: Prometheus, the load
+// balancer and tollgate healthcheck find each one where its flag says.
+func listenError(flag, addr, def string, err error) error {
+	name := "--" + flag + " " + addr
+	if addr == def {
+		name += " (the default)"
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	example := ""
+	if host, port, perr := net.SplitHostPort(addr); perr == nil {
+		if n, aerr := strconv.Atoi(port); aerr == nil && n > 0 && n+10 <= 65535 {
+			example = fmt.Sprintf(" (e.g. --%s %s)", flag, net.JoinHostPort(host, strconv.Itoa(n+10)))
+		}
+	}
+	var fix string
+	switch flag {
+	case "admin":
+		fix = "(a second tollgate serve?); give each serve on this machine its own --admin" + example + ", and point Prometheus and tollgate healthcheck (TOLLGATE_ADMIN) at it; or --admin off"
+	case "http":
+		fix = "(a second tollgate serve?); give each serve on this machine its own --http" + example + " and the --public-url clients reach it at"
+	case "devnet-rpc":
+		fix = "(a tollgate devnet, or another serve's in-process chain?); to share that chain, serve with --devnet-url http://" + dialAddr(addr) +
+			"; for a chain of this serve's own, give it its own --devnet-rpc" + example
+	default:
+		fix = "(a second tollgate serve?); give each serve on this machine its own --" + flag + example
+	}
+	return fmt.Errorf("%s: %w: another process listens there %s", name, err, fix)
+}
+
+// dialAddr is an address to reach a listen address at: an unspecified
+// host (":8545", "0.0.0.0:8545") becomes loopback.
+func dialAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // serveOn wires everything on listeners the caller bound (tests pass ":0"
@@ -167,6 +220,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 	if batchSide != nil {
 		gc.Schemes = append(gc.Schemes, batchSide.scheme)
+		metrics.ExpectBatch(batchSide.claimer.Outcomes())
 		go batchSide.claimer.Run(ctx)
 		go batchSide.watcher.Run(ctx)
 		decimals := pay.gateConfig.Decimals
@@ -186,6 +240,11 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	// Every series the dashboard and the alerts read exists from the
+	// start, at zero where nothing happened yet.
+	ops, reasons := gate.Outcomes()
+	metrics.ExpectPayments(ops, reasons.Refused, reasons.Failed)
+	metrics.ExpectRoutes(gateway.Routes(cat), gateway.Statuses())
 	rc := exact.DefaultReconcilerConfig()
 	rc.PayTo = pay.gateConfig.PayTo
 	if cfg.Database != "" { // replicas take turns: one reconciles per lease period
@@ -681,6 +740,9 @@ func syntheticWhy(cfg *config) string {
 	return " (devnet)"
 }
 
+// candleCache names the candle store in tollgate_cache_requests_total.
+const candleCache = "candles"
+
 // newCandles builds the candle store over the feed validate chose:
 // Coinbase Exchange at its URL, or the synthetic generator.
 func newCandles(cfg *config, metrics *admin.Metrics) (*market.Cache, service.DataSource, error) {
@@ -689,7 +751,8 @@ func newCandles(cfg *config, metrics *admin.Metrics) (*market.Cache, service.Dat
 		return nil, desc, err
 	}
 	cc := market.DefaultCacheConfig()
-	cc.Observe = func(hit bool) { metrics.CacheLookup("candles", hit) }
+	cc.Observe = func(hit bool) { metrics.CacheLookup(candleCache, hit) }
+	metrics.ExpectCaches(candleCache)
 	cache, err := market.NewCache(src, cc)
 	return cache, desc, err
 }

@@ -132,6 +132,7 @@ func TestDataDirDefaults(t *testing.T) {
 type served struct {
 	base      string
 	admin     string // the operator listener's URL
+	grpc      string // the private listener's address
 	devnetRPC string // the devnet's JSON-RPC URL; empty outside devnet mode
 	conn      *grpc.ClientConn
 	stop      func() error
@@ -187,7 +188,7 @@ func serveFor(t testing.TB, args []string, env map[string]string) (*served, erro
 		t.Fatal(err)
 	}
 	stopped := false
-	s := &served{base: base, admin: "http://" + ls.admin.Addr().String(), conn: conn, stop: func() error {
+	s := &served{base: base, admin: "http://" + ls.admin.Addr().String(), grpc: ls.grpc.Addr().String(), conn: conn, stop: func() error {
 		if stopped {
 			return nil
 		}

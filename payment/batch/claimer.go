@@ -220,6 +220,12 @@ func (c *Claimer) Wake() {
 	}
 }
 
+// Outcomes are the label values the claimer reports to its observer's
+// BatchTransaction: every kind, and every result.
+func (c *Claimer) Outcomes() (kinds, results []string) {
+	return []string{KindClaim, KindSettle}, []string{ResultOK, ResultRefused, ResultError, ResultNoop}
+}
+
 // Run claims every Poll, and when woken, until ctx ends; each pass runs
 // only when Turn says it is this replica's.
 func (c *Claimer) Run(ctx context.Context) {

@@ -149,6 +149,40 @@ func NewServer(cfg ServerConfig, store Store, f Facilitator) (*Server, error) {
 // Name implements payment.Scheme.
 func (s *Server) Name() string { return Scheme }
 
+// verifyReasons are what the facilitator's verification refuses a
+// payment for (Local.Verify: the requirement, the deposit's
+// authorization, the payer's balance, the channel's state, the deposit's
+// simulation; Remote's default). A deposit is verified again as it is
+// sent.
+func verifyReasons() []string {
+	return []string{ReasonScheme, ReasonNetworkMismatch, ReasonPayloadType, ReasonTokenMismatch, ReasonReceiverMismatch,
+		ReasonReceiverAuthorizerMismatch, ReasonWithdrawDelayMismatch, ReasonWithdrawDelayOutOfRange, ReasonMissingEIP712Domain,
+		ReasonValidBefore, ReasonValidAfter, ReasonReceiveAuthorizationSignature, ReasonInsufficientBalance,
+		ReasonCumulativeExceedsBalance, ReasonChannelNotFound, ReasonCumulativeBelowClaimed, ReasonDepositSimulationFailed,
+		payment.ReasonUnexpectedVerify}
+}
+
+// Reasons implements payment.Scheme. Refused: the payload
+// (DecodePayload), the channel's terms and signature (Bind, Signed), the
+// channel's state as the store has it (busy, a voucher that does not
+// sign what is expected, beyond its balance, claimed elsewhere, a
+// withdrawal near its end), a refund asked too soon or for too little or
+// too much, the store or the facilitator unavailable, a verification's
+// refusal. Failed: a deposit or a cooperative refund refused, reverted
+// or pending. The claim and settle actions' codes belong to the claimer,
+// not to a request.
+func (s *Server) Reasons() payment.Reasons {
+	return payment.Reasons{
+		Refused: append([]string{ReasonDepositPayload, ReasonERC3009Required, ReasonVoucherSignature, ReasonChannelIDMismatch,
+			ReasonChannelBusy, ReasonMissingChannel, ReasonCumulativeAmountMismatch, ReasonChargeExceedsSigned,
+			ReasonChannelClaimedElsewhere, ReasonWithdrawalPending, ReasonRefundTooSoon, ReasonRefundNoBalance,
+			ReasonRefundAmountInvalid, ReasonRefundBelowMinimum, payment.ReasonUnavailable, payment.ReasonBadGateway}, verifyReasons()...),
+		Failed: append([]string{ReasonDepositTransactionFailed, ReasonRefundPayload, ReasonRefundAmountInvalid, ReasonRefundNoBalance,
+			ReasonRefundSimulationFailed, ReasonRefundTransactionFailed, payment.ReasonSettlementPending, payment.ReasonUnexpectedSettle},
+			verifyReasons()...),
+	}
+}
+
 // ReceiverAuthorizer is the address channels must name as their receiver
 // authorizer.
 func (s *Server) ReceiverAuthorizer() common.Address { return s.authorizer }
@@ -769,12 +803,12 @@ func (s *Server) refuse(x *exchange, err error) {
 
 func (s *Server) unavailable(x *exchange, err error) {
 	x.Logger().ErrorContext(x.ctx, "batch channel store failed", "channel", x.p.ChannelID.Hex(), "err", err)
-	x.Refuse(http.StatusServiceUnavailable, "unavailable", "the channel store is unavailable; nothing was charged")
+	x.Refuse(http.StatusServiceUnavailable, payment.ReasonUnavailable, "the channel store is unavailable; nothing was charged")
 }
 
 func (s *Server) facilitatorFailed(x *exchange, op string, err error) {
 	x.Logger().ErrorContext(x.ctx, "batch facilitator failed", "op", op, "channel", x.p.ChannelID.Hex(), "err", err)
-	x.Refuse(http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
+	x.Refuse(http.StatusBadGateway, payment.ReasonBadGateway, "the payment facilitator failed; nothing was charged, retry later")
 }
 
 // mismatchError carries a Mismatch out of a channel update.

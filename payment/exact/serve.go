@@ -88,6 +88,29 @@ func Entry(req *payment.Requirement) payment.RequirementsV2 {
 	}
 }
 
+// verifyReasons are what a verification refuses an authorization for:
+// the self-hosted facilitator's (Local.Verify) and the remote one's
+// default. A settlement checks them again first.
+func verifyReasons() []string {
+	return []string{ReasonInvalidScheme, ReasonNetworkMismatch, payment.ReasonNoMatch, ReasonRecipientMismatch, ReasonValueMismatch,
+		ReasonValidAfter, ReasonValidBefore, ReasonValidityTooLong, ReasonInvalidSignature, ReasonNonceUsed,
+		ReasonInsufficientBalance, ReasonSimulationFailed, payment.ReasonUnexpectedVerify}
+}
+
+// Reasons implements payment.Scheme. Refused: the payload, our own checks
+// (match, the signature), the ledger or the facilitator unavailable, a
+// verification's refusal, what the chain shows of a claimed authorization
+// (used, canceled, in flight). Failed: a settlement refused (its checks
+// again, or reverted), pending, unknown, unconfirmed or unrecorded.
+func (s *Server) Reasons() payment.Reasons {
+	return payment.Reasons{
+		Refused: append([]string{payment.ReasonInvalidPayload, payment.ReasonUnavailable, payment.ReasonBadGateway,
+			payment.ReasonPaymentInFlight, ReasonAuthorizationReplayed, ReasonAuthorizationCanceled}, verifyReasons()...),
+		Failed: append([]string{ReasonTransactionFailed, payment.ReasonSettlementPending, payment.ReasonSettlementUnknown,
+			ReasonSettlementUnconfirmed, payment.ReasonSettlementUnrecorded}, verifyReasons()...),
+	}
+}
+
 // Serve implements payment.Scheme: the envelope already matched the
 // route; the authorization is checked, then served.
 func (s *Server) Serve(x *payment.Exchange) {
@@ -191,7 +214,7 @@ func (s *Server) serve(x *payment.Exchange, p *Payment) {
 	}
 	if err != nil {
 		logger.ErrorContext(ctx, "ledger claim failed", "err", err)
-		x.Refuse(http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+		x.Refuse(http.StatusServiceUnavailable, payment.ReasonUnavailable, "the payment ledger is unavailable; nothing was charged")
 		return
 	}
 	rec = claimed
@@ -206,7 +229,7 @@ func (s *Server) serve(x *payment.Exchange, p *Payment) {
 	if err != nil {
 		s.finish(ctx, logger, rec, fallback, fallbackTx, payment.ReasonUnexpectedVerify)
 		logger.ErrorContext(ctx, "facilitator verify failed", "op", req.Operation, "err", err)
-		x.Refuse(http.StatusBadGateway, "bad_gateway", "the payment facilitator failed; nothing was charged, retry later")
+		x.Refuse(http.StatusBadGateway, payment.ReasonBadGateway, "the payment facilitator failed; nothing was charged, retry later")
 		return
 	}
 	// paidTx is set when the chain already shows this authorization paying
@@ -225,7 +248,7 @@ func (s *Server) serve(x *payment.Exchange, p *Payment) {
 		case err != nil:
 			s.finish(ctx, logger, rec, StatePending, rec.PrevTx, payment.ReasonUnexpectedSettle)
 			logger.ErrorContext(ctx, "chain lookup failed", "op", req.Operation, "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-			x.Fail(http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+			x.Fail(http.StatusBadGateway, payment.ReasonSettlementUnknown, "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
 			return
 		case f.Verdict == VerdictPaid:
 			paidTx = f.Tx
@@ -270,7 +293,7 @@ func (s *Server) serve(x *payment.Exchange, p *Payment) {
 		// unrecorded. A retry of the same payment finds the transfer on
 		// chain at once and is served.
 		logger.ErrorContext(ctx, "settled payment not recorded", "tx", paidTx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-		x.Fail(http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		x.Fail(http.StatusServiceUnavailable, payment.ReasonSettlementUnrecorded, "paid, but the ledger is unavailable; retry this same request to receive the response")
 		return
 	}
 	logger.InfoContext(ctx, "payment settled", "op", req.Operation, "payer", rec.Payer, "amount", rec.Amount, "tx", paidTx.Hex())
@@ -329,7 +352,7 @@ func (s *Server) settle(x *payment.Exchange, base context.Context, p *Payment, r
 			return f.Tx, true
 		}
 		s.finish(ctx, logger, rec, StatePending, "", payment.ReasonUnexpectedSettle)
-		x.Fail(http.StatusBadGateway, "settlement_unknown", "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
+		x.Fail(http.StatusBadGateway, payment.ReasonSettlementUnknown, "the settlement's outcome is unknown; do not sign a new payment: retry this same request later to receive the response or a final refusal")
 		return common.Hash{}, false
 	case st.Pending:
 		s.finish(ctx, logger, rec, StatePending, st.Tx.Hex(), st.Reason)
@@ -432,7 +455,7 @@ func (s *Server) expired(x *payment.Exchange, p *Payment, why *payment.VerifyErr
 		challenge(x, why)
 	case err != nil:
 		x.Logger().ErrorContext(ctx, "ledger lookup failed", "err", err)
-		x.Refuse(http.StatusServiceUnavailable, "unavailable", "the payment ledger is unavailable; nothing was charged")
+		x.Refuse(http.StatusServiceUnavailable, payment.ReasonUnavailable, "the payment ledger is unavailable; nothing was charged")
 	case existing.State == StateFailed || existing.State == StateReleased:
 		challenge(x, why) // never paid, and now too late to
 	default:
@@ -467,7 +490,7 @@ func (s *Server) claimed(x *payment.Exchange, p *Payment, existing Record) {
 		switch {
 		case err != nil:
 			logger.ErrorContext(ctx, "chain lookup failed", "payer", existing.Payer, "nonce", existing.Nonce, "err", err)
-			x.Fail(http.StatusBadGateway, "settlement_unknown", "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
+			x.Fail(http.StatusBadGateway, payment.ReasonSettlementUnknown, "the settlement could not be checked on chain; do not sign a new payment: retry this same request later")
 		case f.Verdict == VerdictPaid && same:
 			s.serveOwed(ctx, x, p, existing, f.Tx)
 		case f.Verdict == VerdictPaid:
@@ -500,7 +523,7 @@ func (s *Server) serveOwed(ctx context.Context, x *payment.Exchange, p *Payment,
 	answer, err := s.recordAnswer(ctx, done)
 	if err != nil {
 		logger.ErrorContext(ctx, "settled payment not recorded", "tx", tx.Hex(), "payer", rec.Payer, "nonce", rec.Nonce, "err", err)
-		x.Fail(http.StatusServiceUnavailable, "settlement_unrecorded", "paid, but the ledger is unavailable; retry this same request to receive the response")
+		x.Fail(http.StatusServiceUnavailable, payment.ReasonSettlementUnrecorded, "paid, but the ledger is unavailable; retry this same request to receive the response")
 		return
 	}
 	if answer != nil {
