@@ -53,30 +53,39 @@ func (e *errNotToken) Error() string {
 }
 
 // scans caches bytecode analyses by code hash: code never changes under
-// its hash, so a hot rug check skips the scan and the effects analysis.
+// its hash, so a hot rug check skips the scan, the effects analysis and
+// the powers derived from it.
 type scans struct {
 	mu      sync.Mutex
 	m       map[common.Hash]bytecode.Scan
-	effects map[common.Hash]bytecode.Effects
+	effects map[common.Hash]analysed
 	lookup  func(cache string, hit bool)
 }
 
+// analysed is a code's effects and the facts of its powers, without the
+// token's storage (EffectFacts.Slots) or role (Source).
+type analysed struct {
+	effects bytecode.Effects
+	facts   rugcheck.EffectFacts
+}
+
 // effectsOf is the effects analysis of code (whose scan is sc), cached.
-func (s *scans) effectsOf(hash common.Hash, code []byte, sc bytecode.Scan) bytecode.Effects {
+func (s *scans) effectsOf(hash common.Hash, code []byte, sc bytecode.Scan) analysed {
 	s.mu.Lock()
-	e, ok := s.effects[hash]
+	an, ok := s.effects[hash]
 	s.mu.Unlock()
 	if ok {
-		return e
+		return an
 	}
-	e = bytecode.AnalyzeEffects(code, sc)
+	e := bytecode.AnalyzeEffects(code, sc)
+	an = analysed{effects: e, facts: rugcheck.EffectFactsOf(e)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.effects == nil || len(s.effects) > 10_000 {
-		s.effects = map[common.Hash]bytecode.Effects{}
+		s.effects = map[common.Hash]analysed{}
 	}
-	s.effects[hash] = e
-	return e
+	s.effects[hash] = an
+	return an
 }
 
 func (s *scans) get(hash common.Hash, code []byte) bytecode.Scan {
@@ -150,7 +159,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	known, isKnown := knownIssuers[k.Address]
 	power := upgradePower(k, renounced)
 	effects, source := a.effectsOf(k, scan, implHash, implScan)
-	unresolved, unresolvedWhy := unresolvedForwarder(k, scan, implScan, effects)
+	unresolved, unresolvedWhy := unresolvedForwarder(k, scan, implScan, effects.effects)
 	roles, protoRoles := roleHoldings(k, roleBased)
 	from, _ := window(k)
 	facts := rugcheck.Facts{
@@ -255,20 +264,20 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 // effectsOf is the effects analysis of the code behind k (the
 // implementation's behind a proxy), cached by code hash, and which code
 // that is.
-func (a *Analytics) effectsOf(k *chain.Contract, scan bytecode.Scan, implHash common.Hash, implScan *bytecode.Scan) (bytecode.Effects, string) {
+func (a *Analytics) effectsOf(k *chain.Contract, scan bytecode.Scan, implHash common.Hash, implScan *bytecode.Scan) (analysed, string) {
 	if implScan != nil {
 		return a.scans.effectsOf(implHash, k.ImplementationCode, *implScan), "implementation"
 	}
 	return a.scans.effectsOf(k.CodeHash, k.Code, scan), "token"
 }
 
-// effectFacts gathers the powers by effect of e and reads the addresses
-// in their guard fields from k's storage at the inspected block: one
-// batch more, only when there are such fields.
-func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, e bytecode.Effects, source string) (*rugcheck.EffectFacts, error) {
-	fields := rugcheck.GuardFields(e)
-	slots := map[rugcheck.SlotField][20]byte{}
-	if len(fields) > 0 {
+// effectFacts is the facts of the powers by effect of an for token k: the
+// addresses in their guard fields read from k's storage at the inspected
+// block (one batch more, only when there are such fields).
+func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, an analysed, source string) (*rugcheck.EffectFacts, error) {
+	fx := an.facts // a copy: Source and Slots are this token's
+	fx.Source, fx.Slots = source, map[rugcheck.SlotField][20]byte{}
+	if fields := fx.GuardFields(); len(fields) > 0 {
 		keys := make([]common.Hash, len(fields))
 		for i, f := range fields {
 			keys[i] = f.Slot
@@ -278,10 +287,10 @@ func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, e byteco
 			return nil, fmt.Errorf("guard slots: %w", err)
 		}
 		for i, f := range fields {
-			slots[f] = fieldAddress(words[i], f.Offset)
+			fx.Slots[f] = fieldAddress(words[i], f.Offset)
 		}
 	}
-	return rugcheck.EffectFactsOf(e, source, slots), nil
+	return &fx, nil
 }
 
 // fieldAddress is the address packed at a bit offset of a storage word.

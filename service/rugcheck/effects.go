@@ -21,16 +21,15 @@ const (
 	Hook Class = "hook"
 )
 
-// Openers are the selectors of functions whose writes only open what
+// openers are the selectors of functions whose writes only open what
 // transfer checks (enableTrading() switching trading on for good,
-// removeLimits() lifting a limit) and that hold no power: a name that
-// reveals a capability is cleared by them when the whole code was
+// removeLimits() lifting a limit) and that hold none of powers: a name
+// that reveals a capability is cleared by them when the whole code was
 // followed (RC-14).
-func Openers(e bytecode.Effects) []bytecode.Selector {
+func openers(e bytecode.Effects, powers []Power) []bytecode.Selector {
 	if !e.Complete {
 		return nil
 	}
-	powers := Powers(e)
 	var out []bytecode.Selector
 	for _, f := range e.Functions {
 		if f.Fallback || slices.ContainsFunc(powers, func(p Power) bool { return p.Selector == f.Selector }) {
@@ -399,10 +398,12 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 	return out
 }
 
-// EffectFactsOf gathers the facts of a token's powers by effect, given
-// the addresses read from its guard fields (GuardFields says which).
-func EffectFactsOf(e bytecode.Effects, source string, slots map[SlotField][20]byte) *EffectFacts {
-	fx := &EffectFacts{Powers: Powers(e), Source: source, Slots: slots, Incomplete: !e.Complete, Openers: Openers(e)}
+// EffectFactsOf gathers the facts of a code's powers by effect, once per
+// code: the addresses in their guard fields (GuardFields says which) are
+// the caller's to read into Slots, with the Source, for each token.
+func EffectFactsOf(e bytecode.Effects) EffectFacts {
+	powers := Powers(e)
+	fx := EffectFacts{Powers: powers, Incomplete: !e.Complete, Openers: openers(e, powers)}
 	if e.Layout.Owner.Kind == bytecode.TargetSlot {
 		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
 	}
@@ -422,17 +423,17 @@ var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
 // GuardFields are the storage fields whose addresses the verdict needs:
 // the guards of the powers that are slots, and then owner()'s field (to
 // tell a hidden owner); none when no power has a guard field, and no read.
-func GuardFields(e bytecode.Effects) []SlotField {
+func (fx *EffectFacts) GuardFields() []SlotField {
 	var out []SlotField
-	for _, p := range Powers(e) {
+	for _, p := range fx.Powers {
 		for _, g := range p.Guards {
 			if f := (SlotField{g.Slot, g.Offset}); g.Kind == bytecode.GuardSlot && !slices.Contains(out, f) {
 				out = append(out, f)
 			}
 		}
 	}
-	if o := e.Layout.Owner; len(out) > 0 && o.Kind == bytecode.TargetSlot && !slices.Contains(out, SlotField{o.Slot, o.Offset}) {
-		out = append(out, SlotField{o.Slot, o.Offset})
+	if o := fx.Owner; len(out) > 0 && o != nil && !slices.Contains(out, *o) {
+		out = append(out, *o)
 	}
 	return out
 }

@@ -231,9 +231,10 @@ func TestVerdictCatalogue(t *testing.T) {
 			e := bytecode.AnalyzeEffects(code, scan)
 			for _, st := range states {
 				owner := st.slots[field(3)]
+				fx := EffectFactsOf(e)
+				fx.Source, fx.Slots = "token", st.slots
 				facts := Facts{Capabilities: Capabilities(scan, "token"), OwnerKnown: true, Renounced: gone(owner),
-					OwnerEvidence: fmt.Sprintf("owner() = 0x%x", owner), Transfers: 1,
-					Effects: EffectFactsOf(e, "token", st.slots)}
+					OwnerEvidence: fmt.Sprintf("owner() = 0x%x", owner), Transfers: 1, Effects: &fx}
 				r := Evaluate(facts)
 				if r.Verdict != st.verdict {
 					t.Errorf("%s %s (%s): %s %v, want %s", setting, name, st.name, r.Verdict, r.Rules, st.verdict)
