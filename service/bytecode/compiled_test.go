@@ -247,15 +247,7 @@ func TestAppendedData(t *testing.T) {
 // testdata/Big.viair.json, 120 functions compiled by solc with --via-ir
 // into 23,916 bytes of runtime code, all of it reachable.
 func BenchmarkAnalyze24KiB(b *testing.B) {
-	raw, err := os.ReadFile("testdata/Big.viair.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var a artifact
-	if err := json.Unmarshal(raw, &a); err != nil {
-		b.Fatal(err)
-	}
-	code := mustHex(b, a.DeployedBytecode)
+	code := bigCode(b, "viair")
 	b.SetBytes(int64(len(code)))
 	for b.Loop() {
 		bytecode.Analyze(code)
@@ -286,15 +278,7 @@ func BenchmarkAnalyzeArtifacts(b *testing.B) {
 func BenchmarkEffects24KiB(b *testing.B) {
 	for _, build := range []string{"legacy", "viair"} {
 		b.Run(build, func(b *testing.B) {
-			raw, err := os.ReadFile("testdata/Big." + build + ".json")
-			if err != nil {
-				b.Fatal(err)
-			}
-			var a artifact
-			if err := json.Unmarshal(raw, &a); err != nil {
-				b.Fatal(err)
-			}
-			code := mustHex(b, a.DeployedBytecode)
+			code := bigCode(b, build)
 			scan := bytecode.Analyze(code)
 			b.SetBytes(int64(len(code)))
 			var e bytecode.Effects
@@ -306,4 +290,18 @@ func BenchmarkEffects24KiB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// bigCode is the runtime code of testdata/Big.<build>.json, the 24 KiB
+// contract of the benchmarks.
+func bigCode(b *testing.B, build string) []byte {
+	raw, err := os.ReadFile("testdata/Big." + build + ".json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var a artifact
+	if err := json.Unmarshal(raw, &a); err != nil {
+		b.Fatal(err)
+	}
+	return mustHex(b, a.DeployedBytecode)
 }

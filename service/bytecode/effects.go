@@ -892,29 +892,19 @@ func gateKind(t *term) GateKind {
 // not what it computes a fee or an overflow check from.
 func directReads(t *term) []field {
 	var out []field
-	seen := map[*term]bool{}
-	var walk func(*term)
-	walk = func(t *term) {
-		if seen[t] {
-			return
-		}
-		seen[t] = true
+	walk(t, func(t *term) bool {
 		if f, ok := asField(t); ok {
 			out = append(out, f)
-			return
+			return false
 		}
-		if t.op != tOp {
-			return
+		switch {
+		case t.op != tOp:
+			return false
+		case t.code == 0x02, t.code == 0x04, t.code == 0x05, t.code == 0x06, t.code == 0x07, t.code == 0x0a:
+			return false // scaling arithmetic
 		}
-		switch t.code {
-		case 0x02, 0x04, 0x05, 0x06, 0x07, 0x0a:
-			return
-		}
-		for _, a := range t.args {
-			walk(a)
-		}
-	}
-	walk(t)
+		return true
+	})
 	return out
 }
 

@@ -313,17 +313,28 @@ func contains(t *term, pred func(*term) bool) bool {
 // visit calls f once on t and on every distinct term inside it, depth
 // first.
 func visit(t *term, f func(*term)) {
+	walk(t, func(x *term) bool {
+		f(x)
+		return true
+	})
+}
+
+// walk calls f once on t and on every distinct term inside a term f
+// returned true for, depth first.
+func walk(t *term, f func(*term) bool) {
 	seen := map[*term]bool{}
-	var walk func(*term)
-	walk = func(t *term) {
+	var step func(*term)
+	step = func(t *term) {
 		if seen[t] {
 			return
 		}
 		seen[t] = true
-		f(t)
+		if !f(t) {
+			return
+		}
 		for _, a := range t.args {
-			walk(a)
+			step(a)
 		}
 	}
-	walk(t)
+	step(t)
 }
