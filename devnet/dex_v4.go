@@ -23,21 +23,22 @@ type V4Exchange struct {
 	LiquidityRouter common.Address `json:"liquidityRouter"`
 }
 
-// v4PoolKey is V4's PoolKey, as its ABI tuple.
-type v4PoolKey struct {
+// V4PoolKey is Uniswap V4's PoolKey, as its ABI tuple (for the devnet's
+// history and for tests driving the PoolManager).
+type V4PoolKey struct {
 	Currency0, Currency1 common.Address
 	Fee, TickSpacing     *big.Int
 	Hooks                common.Address
 }
 
-// id is the pool's id in its PoolManager: keccak256(abi.encode(key)).
-func (k v4PoolKey) id() common.Hash {
+// ID is the pool's id in its PoolManager: keccak256(abi.encode(key)).
+func (k V4PoolKey) ID() common.Hash {
 	word := func(b []byte) []byte { return common.LeftPadBytes(b, 32) }
 	return crypto.Keccak256Hash(word(k.Currency0[:]), word(k.Currency1[:]), word(k.Fee.Bytes()), word(k.TickSpacing.Bytes()), word(k.Hooks[:]))
 }
 
-// v4ModifyParams is V4's ModifyLiquidityParams.
-type v4ModifyParams struct {
+// V4ModifyParams is V4's ModifyLiquidityParams.
+type V4ModifyParams struct {
 	TickLower, TickUpper, LiquidityDelta *big.Int
 	Salt                                 [32]byte
 }
@@ -89,7 +90,7 @@ func (c *Chain) v4History(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key := v4PoolKey{Currency0: common.Address{}, Currency1: token, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60)}
+	key := V4PoolKey{Currency0: common.Address{}, Currency1: token, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60)}
 	// 5,000,000 tokens (currency1) per ETH (currency0), as Q64.96.
 	sqrtPrice := new(big.Float).SetPrec(256).Sqrt(new(big.Float).SetPrec(256).SetInt64(5_000_000))
 	sqrtPriceX96, _ := sqrtPrice.Mul(sqrtPrice, new(big.Float).SetInt(new(big.Int).Lsh(big.NewInt(1), 96))).Int(nil)
@@ -104,13 +105,13 @@ func (c *Chain) v4History(ctx context.Context) error {
 	// against 20 ETH at this price; 21 ETH go along, the router refunds
 	// what the pool does not take.
 	seeded := new(big.Int).Sqrt(new(big.Int).Mul(ether(100_000_000), ether(20)))
-	seed := callTx(d, liquidity, liquidityABI, modify, key, v4ModifyParams{v4MinTick, v4MaxTick, seeded, [32]byte{}}, []byte{})
+	seed := callTx(d, liquidity, liquidityABI, modify, key, V4ModifyParams{v4MinTick, v4MaxTick, seeded, [32]byte{}}, []byte{})
 	seed.value, seed.gas = ether(21), v4Gas
 	if err := c.sendBlock(ctx, callTx(d, token, tokenABI, "approve", liquidity, ether(100_000_001)), seed); err != nil {
 		return fmt.Errorf("%s: seed: %w", symbol, err)
 	}
 
-	lt := LaunchedToken{Name: symbol, Token: token, Venue: VenueV4, PoolID: key.id(), Fate: fate}
+	lt := LaunchedToken{Name: symbol, Token: token, Venue: VenueV4, PoolID: key.ID(), Fate: fate}
 	for _, who := range []int{SmartTrader, HolderTrader, crowdFirst, crowdFirst + 1, crowdFirst + 2, LateTrader} {
 		a := c.Accounts[who]
 		buy := callTx(a, swapper, swapABI, "swap", key, v4SwapParams{true, new(big.Int).Neg(ether(1)), v4MinSqrtLimit}, v4TestSettings{}, []byte{})
@@ -130,7 +131,7 @@ func (c *Chain) v4History(ctx context.Context) error {
 	if err := c.sendBlock(ctx, callTx(smart, token, tokenABI, "approve", swapper, bag[0].(*big.Int)), sell); err != nil {
 		return fmt.Errorf("%s sell by #%d: %w", symbol, SmartTrader, err)
 	}
-	rug := callTx(d, liquidity, liquidityABI, modify, key, v4ModifyParams{v4MinTick, v4MaxTick, new(big.Int).Neg(seeded), [32]byte{}}, []byte{})
+	rug := callTx(d, liquidity, liquidityABI, modify, key, V4ModifyParams{v4MinTick, v4MaxTick, new(big.Int).Neg(seeded), [32]byte{}}, []byte{})
 	rug.gas = v4Gas
 	if err := c.sendBlock(ctx, rug); err != nil {
 		return fmt.Errorf("%s: rug: %w", symbol, err)

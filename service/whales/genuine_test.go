@@ -437,26 +437,8 @@ type uniswapV4 struct {
 	modify                string         // the name go-ethereum gives modifyLiquidity(key, params, hookData), an overload
 	currency              common.Address // the quote: WETH, or native ETH (zero)
 	hook                  common.Address // zero: none
-	keys                  map[common.Address]poolKey
+	keys                  map[common.Address]devnet.V4PoolKey
 	seeded                map[common.Address]*big.Int // liquidity of the deployer's position
-}
-
-// poolKey is V4's PoolKey.
-type poolKey struct {
-	Currency0, Currency1 common.Address
-	Fee, TickSpacing     *big.Int
-	Hooks                common.Address
-}
-
-// id is the pool's id: keccak256(abi.encode(key)).
-func (k poolKey) id() common.Hash {
-	word := func(b []byte) []byte { return common.LeftPadBytes(b, 32) }
-	return crypto.Keccak256Hash(word(k.Currency0[:]), word(k.Currency1[:]), word(k.Fee.Bytes()), word(k.TickSpacing.Bytes()), word(k.Hooks[:]))
-}
-
-type modifyParams struct {
-	TickLower, TickUpper, LiquidityDelta *big.Int
-	Salt                                 [32]byte
 }
 
 var (
@@ -484,7 +466,7 @@ func newUniswapV4Native(r *chainRun) venueDriver { return newV4(r, common.Addres
 func newUniswapV4FeeHook(r *chainRun) venueDriver { return newV4(r, r.weth, true) }
 
 func newV4(r *chainRun, currency common.Address, feeHook bool) venueDriver {
-	u := &uniswapV4{r: r, currency: currency, keys: map[common.Address]poolKey{}, seeded: map[common.Address]*big.Int{}}
+	u := &uniswapV4{r: r, currency: currency, keys: map[common.Address]devnet.V4PoolKey{}, seeded: map[common.Address]*big.Int{}}
 	u.manager, u.managerABI = r.deploy("PoolManager", r.deployer.Address)
 	u.swapper, u.swapperABI = r.deploy("PoolSwapTest", u.manager)
 	u.liquidity, u.liquidABI = r.deploy("PoolModifyLiquidityTest", u.manager)
@@ -563,7 +545,7 @@ func nativeValue(currency common.Address, amount *big.Int) *big.Int {
 func (u *uniswapV4) launch(token common.Address) string {
 	r := u.r
 	t0, t1 := order(token, u.currency)
-	key := poolKey{Currency0: t0, Currency1: t1, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60), Hooks: u.hook}
+	key := devnet.V4PoolKey{Currency0: t0, Currency1: t1, Fee: big.NewInt(3000), TickSpacing: big.NewInt(60), Hooks: u.hook}
 	u.keys[token] = key
 	r.send(r.deployer, u.manager, u.managerABI, "initialize", key, sqrtPriceX96(token, u.currency))
 	// Full range, liquidity sqrt(tokens · quote): 100,000,000 tokens
@@ -578,9 +560,9 @@ func (u *uniswapV4) launch(token common.Address) string {
 		u.fundHookFee(token)
 	}
 	r.sendValue(r.deployer, u.liquidity, nativeValue(u.currency, ether(21)), u.liquidABI, u.modify, key,
-		modifyParams{big.NewInt(-887220), big.NewInt(887220), L, [32]byte{}}, []byte{})
+		devnet.V4ModifyParams{TickLower: big.NewInt(-887220), TickUpper: big.NewInt(887220), LiquidityDelta: L}, []byte{})
 	u.seeded[token] = L
-	return key.id().Hex()
+	return key.ID().Hex()
 }
 
 // fundHookFee makes the PoolManager hold the fee-taking hook's share of
@@ -649,7 +631,7 @@ func (u *uniswapV4) remove(token common.Address, fraction float64) {
 	r := u.r
 	take := share(u.seeded[token], fraction)
 	r.send(r.deployer, u.liquidity, u.liquidABI, u.modify, u.keys[token],
-		modifyParams{big.NewInt(-887220), big.NewInt(887220), new(big.Int).Neg(take), [32]byte{}}, []byte{})
+		devnet.V4ModifyParams{TickLower: big.NewInt(-887220), TickUpper: big.NewInt(887220), LiquidityDelta: new(big.Int).Neg(take)}, []byte{})
 }
 
 // pancakeV3 drives PancakeSwap V3: its v3-core factory and pool from the
