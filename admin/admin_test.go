@@ -261,6 +261,7 @@ func TestExpectedSeries(t *testing.T) {
 	}
 
 	m.Refused("regime", "r2")
+	m.ExpectCaches("bytecode") // a cache expected later, as serve expects the analytics' own
 	m.CacheLookup("bytecode", true)
 	m.Upstream("chain", "eth_call", time.Millisecond, nil)
 	after := scrape(t, m)

@@ -318,15 +318,14 @@ func (m *Metrics) ExpectCaches(caches ...string) {
 	}
 }
 
-// CacheLookup counts one lookup of cache; a cache not expected is exposed
-// with both results from its first lookup on.
+// CacheLookup counts one lookup of cache (ExpectCaches exposes both
+// results of every cache from the start).
 func (m *Metrics) CacheLookup(cache string, hit bool) {
-	result, other := cacheMiss, cacheHit
+	result := cacheMiss
 	if hit {
-		result, other = cacheHit, cacheMiss
+		result = cacheHit
 	}
 	m.cache.WithLabelValues(cache, result).Inc()
-	m.cache.WithLabelValues(cache, other)
 }
 
 // WhaleScan records one scan cycle: its duration, its JSON-RPC round

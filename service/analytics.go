@@ -67,6 +67,15 @@ type Analytics struct {
 	answered atomic.Pointer[whaleAnswer]
 }
 
+// The analytics' own caches, as CacheLookup names them.
+const (
+	CacheForecasts = "forecasts"
+	CacheBytecode  = "bytecode"
+)
+
+// Caches lists the analytics' own caches.
+func Caches() []string { return []string{CacheForecasts, CacheBytecode} }
+
 // Sources are what the analytics read; a nil one makes its operations
 // answer Unimplemented, except Model (nil: the embedded model only) and
 // Log (nil: discarded).
@@ -80,7 +89,7 @@ type Sources struct {
 	Equities EquityBars
 	Log      *slog.Logger
 	// CacheLookup is told of each lookup of the analytics' own caches
-	// ("forecasts", "bytecode"); nil: nobody.
+	// (Caches); nil: nobody.
 	CacheLookup func(cache string, hit bool)
 }
 

@@ -92,10 +92,10 @@ func (s *scans) get(hash common.Hash, code []byte) bytecode.Scan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sc, ok := s.m[hash]; ok {
-		s.lookup("bytecode", true)
+		s.lookup(CacheBytecode, true)
 		return sc
 	}
-	s.lookup("bytecode", false)
+	s.lookup(CacheBytecode, false)
 	if len(s.m) > 10_000 {
 		clear(s.m) // bounded: a sweep is cheaper than an LRU here
 	}

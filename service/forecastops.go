@@ -36,7 +36,7 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 	if err != nil {
 		return nil, err
 	}
-	a.cacheLookup("forecasts", cached)
+	a.cacheLookup(CacheForecasts, cached)
 	return &tollgatev1.GetForecastResponse{
 		Product: r.Product, LastClose: r.LastClose, Closes: r.Closes, ExpectedReturnPct: r.ExpectedReturnPct,
 		PredLen: int32(len(r.Closes)), Cached: cached, AsOf: r.At.Format(time.RFC3339), Model: r.Model,

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate/tollgate/gateway"
 	"github.com/tollgate/tollgate/payment/batch"
 	"github.com/tollgate/tollgate/payment/exact"
+	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 )
 
@@ -141,6 +142,13 @@ func TestFreshExposition(t *testing.T) {
 		} {
 			if _, ok := sample(fams[want.name].GetMetric(), want.label, want.value); !ok {
 				t.Errorf("%s{%s=%q} is not exposed", want.name, want.label, want.value)
+			}
+		}
+		for _, cache := range append([]string{candleCache}, service.Caches()...) {
+			for _, result := range []string{"hit", "miss"} {
+				if _, ok := sample(fams["tollgate_cache_requests_total"].GetMetric(), "cache", cache, "result", result); !ok {
+					t.Errorf("tollgate_cache_requests_total{cache=%q,result=%q} is not exposed", cache, result)
+				}
 			}
 		}
 	})

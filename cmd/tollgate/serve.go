@@ -312,6 +312,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 
 	grpcSrv := grpc.NewServer(grpc.ChainUnaryInterceptor(service.Interceptors(cat, logger)...))
+	metrics.ExpectCaches(service.Caches()...)
 	tollgatev1.RegisterAnalyticsServiceServer(grpcSrv, service.NewAnalytics(service.Sources{Candles: candles, Chain: chainClient, Whales: whaleSrc, Tape: ledger, Model: model, Equities: equities, Log: logger,
 		CacheLookup: metrics.CacheLookup}))
 	tollgatev1.RegisterDiscoveryServiceServer(grpcSrv, discovery)
