@@ -222,7 +222,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		gc.Schemes = append(gc.Schemes, batchSide.scheme)
 		metrics.ExpectBatch(batchSide.claimer.Outcomes())
 		go batchSide.claimer.Run(ctx)
-		go batchSide.watcher.Run(ctx)
+		batchSide.watcher.Start(ctx)
 		decimals := pay.gateConfig.Decimals
 		metrics.WatchBatch(func(ctx context.Context) (int, float64, time.Duration, error) {
 			n, unclaimed, oldest, err := ledger.BatchUnclaimed(ctx)

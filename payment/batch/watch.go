@@ -124,11 +124,29 @@ func NewWatcher(cfg WatcherConfig, logs Logs, store WatchStore, logger *slog.Log
 	return &Watcher{cfg: cfg, logs: logs, store: store, logger: logger}, nil
 }
 
-// Run reads new blocks every Poll until ctx ends, when Turn says so.
+// Start says the escrow is watched from now (the observer's
+// EscrowWatchStarted, before Start returns, so the first scrape sees the
+// watcher's series) and runs the watcher in the background until ctx
+// ends.
+func (w *Watcher) Start(ctx context.Context) {
+	w.started()
+	go w.poll(ctx)
+}
+
+// Run is Start in the foreground: it returns when ctx ends.
 func (w *Watcher) Run(ctx context.Context) {
+	w.started()
+	w.poll(ctx)
+}
+
+func (w *Watcher) started() {
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.EscrowWatchStarted()
 	}
+}
+
+// poll reads new blocks every Poll until ctx ends, when Turn says so.
+func (w *Watcher) poll(ctx context.Context) {
 	payment.Periodic(ctx, w.cfg.Poll, nil, w.cfg.Turn, func(ctx context.Context) error {
 		_, err := w.Once(ctx)
 		return err
