@@ -6,31 +6,17 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tollgate/tollgate/gateway/restjson"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 )
 
-// Every non-2xx answer of the gateway has the tollgatev1.Error body:
-//
-//	{"error":"invalid_argument","message":"...","status":400,"param":"product","accepted":["BTC-USD","ETH-USD"]}
-//
-// "error" is the gRPC code in snake case (or "method_not_allowed"),
-// "status" repeats the HTTP status, "param" and "accepted" appear when a
-// parameter is to blame. gRPC codes become HTTP statuses here and nowhere
-// else, by grpc-gateway's standard table (runtime.HTTPStatusFromCode):
-//
-//	InvalidArgument, FailedPrecondition, OutOfRange  400
-//	NotFound                                         404
-//	Unimplemented                                    501
-//	Unavailable                                      503
-//	DeadlineExceeded                                 504
-//	Internal, Unknown, DataLoss                      500
+// Every non-2xx answer of the gateway has the tollgatev1.Error body of
+// restjson.StatusBody, gRPC codes mapped to HTTP statuses there.
 
 // errorHandler returns the handler of errors from proxied calls: gRPC
 // statuses from the service, and the gateway's own failures (a response it
@@ -50,15 +36,9 @@ func errorHandler(logger *slog.Logger) runtime.ErrorHandlerFunc {
 }
 
 // writeStatus writes a gRPC status as the Error body.
-func writeStatus(w http.ResponseWriter, r *http.Request, st *status.Status) {
-	code := st.Code()
-	body := &tollgatev1.Error{Error: codeName(code), Message: st.Message()}
-	for _, d := range st.Details() {
-		if e, ok := d.(*tollgatev1.Error); ok {
-			body.Param, body.Accepted = e.Param, e.Accepted
-		}
-	}
-	writeError(w, r, runtime.HTTPStatusFromCode(code), body)
+func writeStatus(w http.ResponseWriter, _ *http.Request, st *status.Status) {
+	httpStatus, body := restjson.StatusBody(st)
+	writeBody(w, httpStatus, body)
 }
 
 // routingErrorHandler writes the gateway's own 404 and 405.
@@ -86,45 +66,17 @@ func writeParamError(w http.ResponseWriter, r *http.Request, err error) {
 	writeStatus(w, r, status.Convert(err))
 }
 
-// writeError writes body with the given status. The body's status field is
-// set here, so it always equals the HTTP status, and text that echoes the
-// request (paths, parameter names) is made valid UTF-8, so that a request
-// with %FF in it gets its 400 or 404 rather than a marshaling failure.
+// writeError writes body with the given status.
 func writeError(w http.ResponseWriter, _ *http.Request, httpStatus int, body *tollgatev1.Error) {
-	body.Status = int32(httpStatus)
-	body.Message = strings.ToValidUTF8(body.Message, "\uFFFD")
-	if body.Param != nil {
-		p := strings.ToValidUTF8(body.GetParam(), "\uFFFD")
-		body.Param = &p
-	}
-	for i, a := range body.Accepted {
-		body.Accepted[i] = strings.ToValidUTF8(a, "\uFFFD")
-	}
-	out, err := (&restJSON{}).Marshal(body)
-	if err != nil { // unreachable: every string above is valid UTF-8
-		out = []byte(`{"error":"internal","message":"internal error","status":500,"accepted":[]}`)
-		httpStatus = http.StatusInternalServerError
-	}
+	httpStatus, out := restjson.ErrorBody(httpStatus, body)
+	writeBody(w, httpStatus, out)
+}
+
+func writeBody(w http.ResponseWriter, httpStatus int, out []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(out)))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(httpStatus)
 	_, _ = w.Write(out)
-}
-
-// codeName returns a gRPC code in snake case: InvalidArgument ->
-// "invalid_argument".
-func codeName(c codes.Code) string {
-	var out []rune
-	for i, r := range c.String() {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				out = append(out, '_')
-			}
-			r = unicode.ToLower(r)
-		}
-		out = append(out, r)
-	}
-	return string(out)
 }

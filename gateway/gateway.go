@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/tollgate/tollgate/gateway/restjson"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/catalog"
 )
@@ -49,7 +50,7 @@ func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Ca
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	m := newRESTJSON(protoregistry.GlobalFiles, "tollgate.v1")
+	m := restjson.New(protoregistry.GlobalFiles, "tollgate.v1")
 	unwrap := map[protoreflect.FullName]protoreflect.OneofDescriptor{}
 	for _, op := range cat.Operations() {
 		if op.UnwrapOneof != "" {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 
+	"github.com/tollgate/tollgate/gateway/restjson"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/payment"
 )
@@ -298,7 +299,7 @@ func refuse(w http.ResponseWriter, r *http.Request, rl RateLimit, paid bool, wai
 	}
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	writeError(w, r, http.StatusTooManyRequests, &tollgatev1.Error{
-		Error: codeName(codes.ResourceExhausted),
+		Error: restjson.CodeName(codes.ResourceExhausted),
 		Message: fmt.Sprintf("rate limit exceeded: at most %s requests per second (bursts of %d) per client %s; retry in %d s",
 			strconv.FormatFloat(rl.PerSecond, 'g', -1, 64), rl.Burst, kind, secs),
 	})

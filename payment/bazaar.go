@@ -3,6 +3,7 @@ package payment
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -42,17 +43,49 @@ type Param struct {
 
 // discovery is a route's description rendered for the wire, once.
 type discovery struct {
-	bazaar json.RawMessage // v2 extensions.bazaar
+	bazaar json.RawMessage // v2 extensions.bazaar of the REST route
+	tool   json.RawMessage // v2 extensions.bazaar of the operation as an MCP tool
 	v1     map[string]any  // v1 accepts[].outputSchema
+}
+
+// InputSchema is the JSON Schema of the operation's parameters as one
+// object, the way an MCP tool takes them: each parameter a property with
+// its schema and description, the path parameters required, no others
+// allowed. The MCP facade lists it as the tool's inputSchema and the
+// gate declares it in the tool's bazaar extension.
+func (d *Discovery) InputSchema() map[string]any {
+	props, required := map[string]any{}, []string{}
+	if d != nil {
+		for _, p := range d.Params {
+			props[p.Name] = paramSchema(p)
+			if p.Required {
+				required = append(required, p.Name)
+			}
+		}
+	}
+	return paramsSchema(props, required)
+}
+
+// paramSchema is p's schema with its description.
+func paramSchema(p Param) map[string]any {
+	prop := make(map[string]any, len(p.Schema)+1)
+	for k, v := range p.Schema {
+		prop[k] = v
+	}
+	if p.Description != "" {
+		prop["description"] = p.Description
+	}
+	return prop
 }
 
 // jsonSchemaDialect is the $schema of the bazaar extension's schema.
 const jsonSchemaDialect = "https://json-schema.org/draft/2020-12/schema"
 
-// newDiscovery renders d for the route with the net/http pattern
-// ("GET /rugcheck/{addr}"). A nil d describes a GET that returns JSON,
-// with no parameters declared.
-func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
+// newDiscovery renders d for the route of the operation called name with
+// the net/http pattern ("GET /rugcheck/{addr}") and as the MCP tool of
+// that name, described by description. A nil d describes a GET that
+// returns JSON, with no parameters declared.
+func newDiscovery(name, description, pattern string, d *Discovery) (*discovery, error) {
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok {
 		method, path = "GET", pattern
@@ -75,14 +108,7 @@ func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
 		if _, dup := props[p.Name]; dup {
 			return nil, fmt.Errorf("parameter %s: declared twice", p.Name)
 		}
-		prop := make(map[string]any, len(p.Schema)+1)
-		for k, v := range p.Schema {
-			prop[k] = v
-		}
-		if p.Description != "" {
-			prop["description"] = p.Description
-		}
-		props[p.Name] = prop
+		props[p.Name] = paramSchema(p)
 		if p.Example != nil {
 			examples[p.Name] = p.Example
 		}
@@ -122,6 +148,12 @@ func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
 	if err != nil {
 		return nil, err
 	}
+	example := maps.Clone(queryExamples)
+	maps.Copy(example, pathExamples)
+	tool, err := json.Marshal(toolBazaar(name, description, d.InputSchema(), example, output))
+	if err != nil {
+		return nil, err
+	}
 
 	v1Input := map[string]any{"type": "http", "method": method, "discoverable": true, "queryParams": v1Query}
 	if len(v1Path) > 0 {
@@ -131,7 +163,39 @@ func newDiscovery(pattern string, d *Discovery) (*discovery, error) {
 	if v1Output == nil {
 		v1Output = map[string]any{"type": "object"}
 	}
-	return &discovery{bazaar: bazaar, v1: map[string]any{"input": v1Input, "output": v1Output}}, nil
+	return &discovery{bazaar: bazaar, tool: tool, v1: map[string]any{"input": v1Input, "output": v1Output}}, nil
+}
+
+// toolBazaar is the bazaar extension of an operation offered as an MCP
+// tool (the "mcp" input form of specs/extensions/bazaar.md, as
+// @x402/extensions declares it): the tool's name, description, transport
+// and input schema, an example of its arguments, and the output as the
+// REST form has it.
+func toolBazaar(name, description string, inputSchema, example, output map[string]any) map[string]any {
+	input := map[string]any{"type": "mcp", "toolName": name, "transport": "streamable-http", "inputSchema": inputSchema, "example": example}
+	inputProps := map[string]any{
+		"type":        map[string]any{"type": "string", "const": "mcp"},
+		"toolName":    map[string]any{"type": "string", "const": name},
+		"transport":   map[string]any{"type": "string", "enum": []string{"streamable-http"}},
+		"inputSchema": map[string]any{"type": "object"},
+		"example":     map[string]any{"type": "object"},
+	}
+	if description != "" {
+		input["description"] = description
+		inputProps["description"] = map[string]any{"type": "string"}
+	}
+	return map[string]any{
+		"info": map[string]any{"input": input, "output": map[string]any{"type": "json"}},
+		"schema": map[string]any{
+			"$schema": jsonSchemaDialect,
+			"type":    "object",
+			"properties": map[string]any{
+				"input":  map[string]any{"type": "object", "properties": inputProps, "required": []string{"type", "toolName", "inputSchema"}, "additionalProperties": false},
+				"output": output,
+			},
+			"required": []string{"input"},
+		},
+	}
 }
 
 // withoutDescriptions returns a copy of the JSON Schema s without its

@@ -34,7 +34,7 @@ func TestNewDiscovery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := newDiscovery(tt.pattern, tt.d)
+			got, err := newDiscovery("op", "", tt.pattern, tt.d)
 			if tt.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
 					t.Fatalf("err = %v, want %q", err, tt.wantError)
@@ -77,7 +77,7 @@ func TestNewDiscovery(t *testing.T) {
 				for i := range bad.Params {
 					bad.Params[i].Example = "not-a-value"
 				}
-				d, _ := newDiscovery(tt.pattern, &bad)
+				d, _ := newDiscovery("op", "", tt.pattern, &bad)
 				var e struct{ Info json.RawMessage }
 				if err := json.Unmarshal(d.bazaar, &e); err != nil {
 					t.Fatal(err)

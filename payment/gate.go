@@ -19,7 +19,6 @@ package payment
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,9 +26,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -170,7 +167,7 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 		if err != nil {
 			return nil, fmt.Errorf("gate: route %s: %w", r.Name, err)
 		}
-		disc, err := newDiscovery(r.Pattern, r.Discovery)
+		disc, err := newDiscovery(r.Name, r.Description, r.Pattern, r.Discovery)
 		if err != nil {
 			return nil, fmt.Errorf("gate: route %s: discovery: %w", r.Name, err)
 		}
@@ -220,88 +217,11 @@ func (g *Gate) Outcomes() (ops []string, reasons Reasons) {
 	return ops, reasons
 }
 
-// Handler returns next guarded by x402: free routes pass through; paid
-// routes are verified before next runs and settled only if it succeeds.
-func (g *Gate) Handler(next http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	for _, rt := range g.routes {
-		mux.Handle(rt.Pattern, g.paid(rt, next))
-	}
-	mux.Handle("/", next)
-	return cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != strings.TrimSuffix(p, "/") && p != "/" {
-			next.ServeHTTP(w, r) // unclean paths are the handler's to refuse, not ServeMux's to redirect
-			return
-		}
-		mux.ServeHTTP(w, r)
-	}))
-}
-
-// cors lets browser clients pay: the payment headers are exposed and may
-// be sent.
-func cors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Expose-Headers", HeaderPaymentRequired+", "+HeaderPaymentResponseV2+", "+HeaderPaymentResponseV1)
-		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", HeaderPaymentV1+", "+HeaderPaymentV2+", Content-Type")
-			h.Set("Access-Control-Max-Age", "86400")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !rt.Valid(r) {
-			next.ServeHTTP(w, r) // the handler answers 400; nothing is charged
-			return
-		}
-		header, version := r.Header.Get(HeaderPaymentV2), 2
-		if header == "" {
-			header, version = r.Header.Get(HeaderPaymentV1), 1
-		}
-		if header == "" || r.Method == http.MethodHead {
-			// HEAD is never charged: it would buy headers and no body.
-			rt.challenges.Add(1)
-			g.obs.Challenged(rt.Name)
-			g.unpaid(w, rt, g.base+r.URL.RequestURI())
-			return
-		}
-		g.obs.Presented(rt.Name)
-		req := g.requirement(rt, r)
-		raw, err := decodeBase64(header)
-		var env *Envelope
-		if err == nil {
-			env, err = ParseEnvelope(raw, version)
-		}
-		if err != nil {
-			// A header that is not a payment at all is a client bug: 400.
-			var ve *VerifyError
-			errors.As(err, &ve)
-			g.obs.Refused(req.Operation, ve.Reason)
-			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
-			return
-		}
-		x := &Exchange{Request: r, Requirement: req, Envelope: env, w: w, g: g, next: next}
-		s, why := g.match(env, req, r)
-		if why != nil {
-			x.Challenge(why.Reason, why.Message, "", nil, nil)
-			return
-		}
-		s.Serve(x)
-	})
-}
-
 // match finds the scheme a payment chose and checks what it accepted
 // against the route's requirement: for v2 the network, amount, asset and
 // payTo (the extra is the scheme's to check) and the resource it pays
 // for; for v1 the network. The scheme checks its own payload.
-func (g *Gate) match(env *Envelope, req *Requirement, r *http.Request) (Scheme, *VerifyError) {
+func (g *Gate) match(env *Envelope, req *Requirement, sameResource func(paid string) bool) (Scheme, *VerifyError) {
 	got := env.Accepted
 	s := g.scheme(got.Scheme, env.Version)
 	switch {
@@ -311,8 +231,8 @@ func (g *Gate) match(env *Envelope, req *Requirement, r *http.Request) (Scheme, 
 		return s, nil
 	case s == nil || got.Network != req.Network || got.Amount != req.Amount.String() || !sameAddress(got.Asset, req.Asset) || !sameAddress(got.PayTo, req.PayTo):
 		return nil, &VerifyError{Reason: ReasonNoMatch, Message: "accepted does not match this resource's requirement (scheme, network, amount, asset, payTo)"}
-	case env.Resource != nil && !g.sameResourceURL(env.Resource.URL, r.URL):
-		return nil, &VerifyError{Reason: ReasonResourceMismatch, Message: fmt.Sprintf("the payment is for %q, not %s", env.Resource.URL, g.base+r.URL.RequestURI())}
+	case env.Resource != nil && !sameResource(env.Resource.URL):
+		return nil, &VerifyError{Reason: ReasonResourceMismatch, Message: fmt.Sprintf("the payment is for %q, not %s", env.Resource.URL, req.Resource)}
 	}
 	return s, nil
 }
@@ -344,18 +264,6 @@ func (g *Gate) v1Names() string {
 		}
 	}
 	return strings.Join(names, " or ")
-}
-
-// sameResourceURL reports whether a v2 payment's resource URL names the
-// requested resource: our public origin, the same path and the same query
-// parameters (see SameResource).
-func (g *Gate) sameResourceURL(paid string, requested *url.URL) bool {
-	u, err := url.Parse(paid)
-	base, _ := url.Parse(g.base)
-	if err != nil || base == nil || !strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host) {
-		return false
-	}
-	return SameResource(u.RequestURI(), requested.RequestURI())
 }
 
 // SameResource compares two request URIs (path and query) as resources:
@@ -391,33 +299,6 @@ func SameResource(a, b string) bool {
 	return true
 }
 
-// writePaid writes a paid answer (its settlement header already set):
-// the handler's headers, kept out of shared caches, then the body.
-func writePaid(w http.ResponseWriter, header http.Header, contentType string, status int, body []byte) {
-	for k, v := range header {
-		w.Header()[k] = v
-	}
-	paidHeaders(w)
-	if contentType != "" {
-		w.Header().Set("Content-Type", contentType)
-	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// paidHeaders keep a paid answer out of shared caches.
-func paidHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Cache-Control", "private, no-store")
-	h.Add("Vary", HeaderPaymentV2+", "+HeaderPaymentV1)
-}
-
-// requirement is what r must pay.
-func (g *Gate) requirement(rt *route, r *http.Request) *Requirement {
-	return g.requirementFor(rt, g.base+r.URL.RequestURI())
-}
-
 func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 	return &Requirement{
 		Network: g.cfg.Network, NetworkV1: g.cfg.NetworkV1, ChainID: g.cfg.ChainID,
@@ -428,51 +309,17 @@ func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 	}
 }
 
-// unpaid writes the challenge for a request that carries no payment, from
-// the route's pre-encoded template.
-func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
-	quoted, _ := json.Marshal(resource)
-	v2 := make([]byte, 0, len(rt.v2JSON[0])+len(quoted)+len(rt.v2JSON[1]))
-	v2 = append(append(append(v2, rt.v2JSON[0]...), quoted...), rt.v2JSON[1]...)
-	body := rt.v1Body[0]
-	if rt.v1Body[1] != nil {
-		body = make([]byte, 0, len(rt.v1Body[0])+len(quoted)+len(rt.v1Body[1]))
-		body = append(append(append(body, rt.v1Body[0]...), quoted...), rt.v1Body[1]...)
-	}
-	h := w.Header()
-	h.Set(HeaderPaymentRequired, base64.StdEncoding.EncodeToString(v2))
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusPaymentRequired)
-	_, _ = w.Write(body)
-}
-
 // usd converts atomic units of the asset to dollars, for the metrics.
 func (g *Gate) usd(amount *big.Int) float64 {
 	return USD(amount, g.cfg.Decimals)
 }
 
-// writeObjects writes a 402: v1 as the body, v2 as PAYMENT-REQUIRED.
-func (g *Gate) writeObjects(w http.ResponseWriter, v1 RequiredV1, v2 RequiredV2) {
-	h := w.Header()
-	if hv, err := EncodeHeader(v2); err == nil {
-		h.Set(HeaderPaymentRequired, hv)
-	}
-	body, _ := json.Marshal(v1)
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusPaymentRequired)
-	_, _ = w.Write(body)
-}
-
-// challengeObjects builds the v1 body and the v2 header object of a 402.
+// challengeObjects builds the v1 body and the v2 object of a challenge.
 // Their discovery fields were rendered once, with the route.
 func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1, RequiredV2) {
 	d := req.discovery
 	if d == nil { // a requirement made outside NewGate's routes
-		d, _ = newDiscovery("GET /", nil)
+		d, _ = newDiscovery("", "", "GET /", nil)
 	}
 	v1 := RequiredV1{X402Version: 1, Error: why.Reason, Payer: why.Payer, Accepts: []RequirementsV1{}}
 	v2 := RequiredV2{
@@ -490,59 +337,6 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		}
 	}
 	return v1, v2
-}
-
-// setSettlementHeader sets the settlement header of protocol version
-// for req.
-func setSettlementHeader(w http.ResponseWriter, version int, req *Requirement, s SettleResponse) {
-	name := HeaderPaymentResponseV2
-	s.Network = req.Network
-	if version == 1 {
-		name, s.Network = HeaderPaymentResponseV1, req.NetworkV1
-	}
-	if v, err := EncodeHeader(s); err == nil {
-		w.Header().Set(name, v)
-	}
-}
-
-func writeJSONError(w http.ResponseWriter, status int, code, message string) {
-	body, _ := json.Marshal(map[string]any{"error": code, "message": message, "status": status, "accepted": []string{}})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// buffer holds a handler's response until the payment settles.
-type buffer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func newBuffer() *buffer { return &buffer{header: http.Header{}, status: http.StatusOK} }
-
-func (b *buffer) Header() http.Header { return b.header }
-
-func (b *buffer) WriteHeader(status int) {
-	if !b.wrote {
-		b.status, b.wrote = status, true
-	}
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.wrote = true
-	return b.body.Write(p)
-}
-
-func (b *buffer) writeTo(w http.ResponseWriter) {
-	for k, v := range b.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(b.status)
-	_, _ = w.Write(b.body.Bytes())
 }
 
 // Counter is one operation's payment counters.

@@ -64,58 +64,93 @@ type Envelope struct {
 	Raw json.RawMessage
 }
 
-// Exchange is one paid request handed to a Scheme: what was asked, what
-// was presented, and the gate's ways of answering. Exactly one of
-// Challenge, Refuse, Fail, Deliver, Replay or Answer must be called, or
-// Run's failure written with WriteFailure. Settlement headers are
-// written in the payment's protocol version.
+// Exchange is one paid call handed to a Scheme, whatever transport it
+// came by (a REST GET or an MCP tool call): what was asked, what was
+// presented, and the gate's ways of answering. Exactly one of Challenge,
+// Refuse, Fail, Deliver, Replay or Answer must be called, or Run's
+// failure written with WriteFailure. The transport writes each answer in
+// its own form (a 402 or an isError tool result; headers or _meta) and
+// in the payment's protocol version.
 type Exchange struct {
-	Request     *http.Request
 	Requirement *Requirement
 	Envelope    *Envelope
 
-	w    http.ResponseWriter
-	g    *Gate
-	next http.Handler
+	ctx      context.Context
+	resource string
+	run      func() *Response
+	reply    reply
+	g        *Gate
 }
 
-// Response is a handler's answer, held until the payment is settled.
-type Response struct{ buf *buffer }
+// reply is how a transport answers one paid call. The gate and the
+// schemes decide what to answer; a reply only writes it.
+type reply interface {
+	// required answers with a payment requirement: v1 and v2 objects
+	// (a transport offers what it can carry), and the failed settlement,
+	// if one failed.
+	required(v1 RequiredV1, v2 RequiredV2, settlement *SettleResponse)
+	// refused answers with an error: status, code and message.
+	refused(status int, code, message string)
+	// failure answers with a failed handler's answer as it is.
+	failure(r *Response)
+	// paid answers with a handler's answer and its settlement.
+	paid(r *Response, s SettleResponse)
+}
+
+// Response is a handler's answer, held until the payment is settled: a
+// status in HTTP terms (a tool's failure carries the status its REST
+// twin would), headers (REST only), and the body.
+type Response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// NewResponse returns a handler's answer with status, content type and
+// body, for a transport that runs its handler itself.
+func NewResponse(status int, contentType string, body []byte) *Response {
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	return &Response{status: status, header: h, body: body}
+}
 
 // Status is the response's HTTP status.
-func (r *Response) Status() int { return r.buf.status }
+func (r *Response) Status() int { return r.status }
 
 // Failed reports whether the handler failed (status 400 or more): such
 // a response is never charged for.
-func (r *Response) Failed() bool { return r.buf.status >= http.StatusBadRequest }
+func (r *Response) Failed() bool { return r.status >= http.StatusBadRequest }
 
 // Body is the response's body.
-func (r *Response) Body() []byte { return r.buf.body.Bytes() }
+func (r *Response) Body() []byte { return r.body }
 
 // ContentType is the response's Content-Type.
-func (r *Response) ContentType() string { return r.buf.header.Get("Content-Type") }
+func (r *Response) ContentType() string { return r.header.Get("Content-Type") }
+
+// Resource identifies what the call buys, the same way on every replica:
+// a REST call's request URI ("/rugcheck/0x…?…"), a tool call's
+// "mcp://tool/<name>?<arguments>". Two calls buy the same thing when
+// SameResource says so; a payment spent on one buys no other.
+func (x *Exchange) Resource() string { return x.resource }
 
 // Verified tells the funnel the payment verified and the handler runs.
 func (x *Exchange) Verified() { x.g.obs.Verified(x.Requirement.Operation) }
 
 // Run runs the handler, holding its answer.
-func (x *Exchange) Run() *Response {
-	buf := newBuffer()
-	x.next.ServeHTTP(buf, x.Request)
-	return &Response{buf: buf}
-}
+func (x *Exchange) Run() *Response { return x.run() }
 
 // WriteFailure writes a failed handler's answer as it is, uncharged.
-func (x *Exchange) WriteFailure(r *Response) { r.buf.writeTo(x.w) }
+func (x *Exchange) WriteFailure(r *Response) { x.reply.failure(r) }
 
-// Challenge refuses the payment with a 402: reason and message, the
-// route's accepts entries with the scheme's replaced by entry when it is
-// not nil (a corrective 402 carries the state the client recovers from),
-// and settlement when a settlement failed (its PAYMENT-RESPONSE).
+// Challenge refuses the payment with its requirement: reason and
+// message, the route's accepts entries with the scheme's replaced by
+// entry when it is not nil (a corrective requirement carries the state
+// the client recovers from), and settlement when a settlement failed.
 func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV2, settlement *SettleResponse) {
 	req := x.Requirement
 	if settlement != nil {
-		setSettlementHeader(x.w, x.Envelope.Version, req, *settlement)
 		x.g.obs.SettleFailed(req.Operation, reason)
 	} else {
 		x.g.obs.Refused(req.Operation, reason)
@@ -129,54 +164,51 @@ func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV
 			}
 		}
 	}
-	x.g.writeObjects(x.w, v1, v2)
+	x.reply.required(v1, v2, settlement)
 }
 
-// Refuse answers with a JSON error and status (a malformed payload, an
+// Refuse answers with an error and status (a malformed payload, an
 // unavailable store or facilitator): nothing was charged.
 func (x *Exchange) Refuse(status int, code, message string) {
 	x.g.obs.Refused(x.Requirement.Operation, code)
-	writeJSONError(x.w, status, code, message)
+	x.reply.refused(status, code, message)
 }
 
 // Fail answers a verified payment whose settlement failed or is not
-// established with a JSON error and status.
+// established with an error and status.
 func (x *Exchange) Fail(status int, code, message string) {
 	x.g.obs.SettleFailed(x.Requirement.Operation, code)
-	writeJSONError(x.w, status, code, message)
+	x.reply.refused(status, code, message)
 }
 
-// Deliver writes the handler's answer with its settlement header: the
-// payment of amount (atomic units) settled, took after the handler (0:
-// settled earlier).
+// Deliver writes the handler's answer with its settlement: the payment
+// of amount (atomic units) settled, took after the handler (0: settled
+// earlier).
 func (x *Exchange) Deliver(r *Response, s SettleResponse, amount *big.Int, took time.Duration) {
 	x.g.obs.Settled(x.Requirement.Operation, x.g.usd(amount), took)
 	s.Success = true
-	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
-	writePaid(x.w, r.buf.header, "", r.buf.status, r.buf.body.Bytes())
+	x.reply.paid(r, s)
 }
 
 // Replay writes an answer already delivered and counted once (a retry of
 // the same payment answered from the scheme's records): status 200, the
-// stored body and content type, the settlement header.
+// stored body and content type, the settlement.
 func (x *Exchange) Replay(contentType string, body []byte, s SettleResponse) {
 	s.Success = true
-	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
-	writePaid(x.w, nil, contentType, http.StatusOK, body)
+	x.reply.paid(NewResponse(http.StatusOK, contentType, body), s)
 }
 
-// Answer writes a JSON body with a settlement header, the handler
-// skipped (a cooperative refund's acknowledgment).
+// Answer writes a JSON body with a settlement, the handler skipped (a
+// cooperative refund's acknowledgment).
 func (x *Exchange) Answer(body any, s SettleResponse) {
 	s.Success = true
-	setSettlementHeader(x.w, x.Envelope.Version, x.Requirement, s)
 	b, _ := json.Marshal(body)
-	writePaid(x.w, nil, "application/json", http.StatusOK, b)
+	x.reply.paid(NewResponse(http.StatusOK, "application/json", b), s)
 }
 
-// Context is the request's context without its cancellation: what a
-// scheme does after the handler must survive a client that went away.
-func (x *Exchange) Context() context.Context { return context.WithoutCancel(x.Request.Context()) }
+// Context is the call's context without its cancellation: what a scheme
+// does after the handler must survive a client that went away.
+func (x *Exchange) Context() context.Context { return context.WithoutCancel(x.ctx) }
 
 // Logger is the gate's logger.
 func (x *Exchange) Logger() *slog.Logger { return x.g.logger }

@@ -194,21 +194,27 @@ func DecodeEnvelope(value string, version int) (*Envelope, error) {
 // ParseEnvelope decodes a PaymentPayload JSON of the given version,
 // leaving its scheme's payload as JSON.
 func ParseEnvelope(raw []byte, version int) (*Envelope, error) {
+	return parseEnvelope(raw, version, "the "+headerOf(version)+" header")
+}
+
+// parseEnvelope is ParseEnvelope with where the payment came from named
+// in its errors ("the PAYMENT-SIGNATURE header", "_meta[\"x402/payment\"]").
+func parseEnvelope(raw []byte, version int, where string) (*Envelope, error) {
 	if !json.Valid(raw) {
 		// Any text can pass for base64 ("junk" decodes to three bytes): say
 		// what the header should be, not what the JSON decoder tripped on.
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf(
-			"the %s header is not base64-encoded JSON (an x402 PaymentPayload): it decodes to %d bytes that are not JSON", headerOf(version), len(raw))}
+			"%s is not base64-encoded JSON (an x402 PaymentPayload): it decodes to %d bytes that are not JSON", where, len(raw))}
 	}
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "the " + headerOf(version) + " header's JSON is not an x402 PaymentPayload: " + err.Error()}
+		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: where + "'s JSON is not an x402 PaymentPayload: " + err.Error()}
 	}
 	switch {
 	case w.X402Version == nil:
 		return nil, &VerifyError{Reason: ReasonInvalidVersion, Message: "x402Version is missing"}
 	case *w.X402Version != version:
-		return nil, &VerifyError{Reason: ReasonInvalidVersion, Message: fmt.Sprintf("x402Version %d in the %s header", *w.X402Version, headerOf(version))}
+		return nil, &VerifyError{Reason: ReasonInvalidVersion, Message: fmt.Sprintf("x402Version %d in %s; want %d", *w.X402Version, where, version)}
 	case len(w.Payload) == 0 || string(w.Payload) == "null":
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "payload is missing"}
 	case version == 2 && w.Accepted == nil:

@@ -397,7 +397,7 @@ func (s *Server) pay(x *exchange) {
 		x.WriteFailure(resp)
 		return
 	}
-	resource := x.Request.URL.RequestURI()
+	resource := x.Resource()
 	commit := func(c *Channel, found bool) (Change, error) {
 		at := s.now()
 		var err error
@@ -513,7 +513,7 @@ func (s *Server) replay(x *exchange, c Channel, now time.Time) bool {
 func (s *Server) replayable(x *exchange, c Channel, now time.Time) bool {
 	a, p := c.Answer, x.p
 	return p.Type != TypeRefund && a != nil && c.SignedMax != nil && p.MaxClaimable.Cmp(c.SignedMax) == 0 && orZero(c.Charged).Cmp(c.SignedMax) == 0 &&
-		bytes.Equal(p.Signature, c.Signature) && now.Sub(a.At) <= ReplayWindow && payment.SameResource(a.Resource, x.Request.URL.RequestURI())
+		bytes.Equal(p.Signature, c.Signature) && now.Sub(a.At) <= ReplayWindow && payment.SameResource(a.Resource, x.Resource())
 }
 
 // errAnswered ends a channel update that found its request answered.

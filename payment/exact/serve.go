@@ -185,7 +185,7 @@ func record(x *payment.Exchange, p *Payment) Record {
 	a, req := p.Authorization, x.Requirement
 	return Record{
 		Network: req.Network, Asset: req.Asset.Hex(), Payer: a.From.Hex(), Nonce: hexutil.Encode(a.Nonce[:]),
-		Operation: req.Operation, Resource: x.Request.URL.RequestURI(), Amount: req.Amount.String(), PayTo: req.PayTo.Hex(), Version: p.Version,
+		Operation: req.Operation, Resource: x.Resource(), Amount: req.Amount.String(), PayTo: req.PayTo.Hex(), Version: p.Version,
 		ValidBefore: clampInt64(a.ValidBefore), ClaimID: newClaimID(), SigHash: sigHash(p),
 	}
 }
@@ -477,7 +477,7 @@ func (s *Server) claimed(x *payment.Exchange, p *Payment, existing Record) {
 	ctx, cancel := context.WithTimeout(x.Context(), s.cfg.SettleTimeout)
 	defer cancel()
 	logger := x.Logger()
-	same := existing.SigHash == sigHash(p) && payment.SameResource(existing.Resource, x.Request.URL.RequestURI())
+	same := existing.SigHash == sigHash(p) && payment.SameResource(existing.Resource, x.Resource())
 	switch {
 	case existing.State == StateSettled && same && existing.Response != nil && time.Since(existing.UpdatedAt) < replayWindow:
 		replay(x, p, existing)

@@ -1,4 +1,9 @@
-package gateway
+// Package restjson writes Tollgate's wire JSON: the records of the protos
+// as the REST API sends them (enum strings, field order, no NaN) and the
+// one error body of every failed call. Both facades over the gRPC core
+// use it, so a record is the same bytes whether a REST GET or an MCP tool
+// call bought it.
+package restjson
 
 import (
 	"bytes"
@@ -6,11 +11,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -23,7 +33,7 @@ import (
 	"github.com/tollgate/tollgate/service/catalog"
 )
 
-// restJSON is the gateway's runtime.Marshaler. It writes protojson's
+// Marshaler is the gateway's runtime.Marshaler. It writes protojson's
 // canonical mapping with EmitUnpopulated (every field present, unset
 // messages and wrappers as null, proto3 optional fields omitted when unset),
 // with differences that make it Tollgate's REST JSON:
@@ -40,7 +50,7 @@ import (
 // It encodes straight from protoreflect into one buffer rather than
 // rewriting protojson's output, which keeps key order and costs less than
 // protojson itself (see BenchmarkMarshal).
-type restJSON struct {
+type Marshaler struct {
 	enums map[protoreflect.EnumValueDescriptor]string // quoted wire strings
 }
 
@@ -58,10 +68,10 @@ func nullable(fd protoreflect.FieldDescriptor) bool {
 	return catalog.FieldRule(fd).GetNullable()
 }
 
-// newRESTJSON indexes the (json_value) strings of every enum in the
+// New indexes the (json_value) strings of every enum in the
 // registered files of package pkg.
-func newRESTJSON(files *protoregistry.Files, pkg protoreflect.FullName) *restJSON {
-	m := &restJSON{enums: map[protoreflect.EnumValueDescriptor]string{}}
+func New(files *protoregistry.Files, pkg protoreflect.FullName) *Marshaler {
+	m := &Marshaler{enums: map[protoreflect.EnumValueDescriptor]string{}}
 	var walkEnums func(protoreflect.EnumDescriptors)
 	walkEnums = func(eds protoreflect.EnumDescriptors) {
 		for i := 0; i < eds.Len(); i++ {
@@ -91,7 +101,7 @@ func newRESTJSON(files *protoregistry.Files, pkg protoreflect.FullName) *restJSO
 type responseBody interface{ XXX_ResponseBody() interface{} }
 
 // ContentType implements runtime.Marshaler: an HttpBody says its own.
-func (m *restJSON) ContentType(v interface{}) string {
+func (m *Marshaler) ContentType(v interface{}) string {
 	if rb, ok := v.(responseBody); ok {
 		v = rb.XXX_ResponseBody()
 	}
@@ -102,7 +112,7 @@ func (m *restJSON) ContentType(v interface{}) string {
 }
 
 // Marshal implements runtime.Marshaler.
-func (m *restJSON) Marshal(v interface{}) ([]byte, error) {
+func (m *Marshaler) Marshal(v interface{}) ([]byte, error) {
 	switch v := v.(type) {
 	case *httpbody.HttpBody:
 		return v.GetData(), nil
@@ -115,7 +125,7 @@ func (m *restJSON) Marshal(v interface{}) ([]byte, error) {
 
 // Unmarshal implements runtime.Marshaler. Every operation is a GET, so it
 // only serves grpc-gateway's own needs.
-func (m *restJSON) Unmarshal(data []byte, v interface{}) error {
+func (m *Marshaler) Unmarshal(data []byte, v interface{}) error {
 	if msg, ok := v.(proto.Message); ok {
 		return protojson.Unmarshal(data, msg)
 	}
@@ -123,7 +133,7 @@ func (m *restJSON) Unmarshal(data []byte, v interface{}) error {
 }
 
 // NewDecoder implements runtime.Marshaler.
-func (m *restJSON) NewDecoder(r io.Reader) runtime.Decoder {
+func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v interface{}) error {
 		data, err := io.ReadAll(r)
 		if err != nil {
@@ -134,7 +144,7 @@ func (m *restJSON) NewDecoder(r io.Reader) runtime.Decoder {
 }
 
 // NewEncoder implements runtime.Marshaler.
-func (m *restJSON) NewEncoder(w io.Writer) runtime.Encoder {
+func (m *Marshaler) NewEncoder(w io.Writer) runtime.Encoder {
 	return runtime.EncoderFunc(func(v interface{}) error {
 		b, err := m.Marshal(v)
 		if err != nil {
@@ -145,7 +155,7 @@ func (m *restJSON) NewEncoder(w io.Writer) runtime.Encoder {
 	})
 }
 
-func (m *restJSON) appendMessage(b []byte, msg protoreflect.Message) ([]byte, error) {
+func (m *Marshaler) appendMessage(b []byte, msg protoreflect.Message) ([]byte, error) {
 	md := msg.Descriptor()
 	if md.FullName().Parent() == "google.protobuf" {
 		return appendWellKnown(b, msg)
@@ -186,7 +196,7 @@ func (m *restJSON) appendMessage(b []byte, msg protoreflect.Message) ([]byte, er
 	return append(b, '}'), nil
 }
 
-func (m *restJSON) appendList(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.List) ([]byte, error) {
+func (m *Marshaler) appendList(b []byte, fd protoreflect.FieldDescriptor, l protoreflect.List) ([]byte, error) {
 	b = append(b, '[')
 	var err error
 	for i := 0; i < l.Len(); i++ {
@@ -202,7 +212,7 @@ func (m *restJSON) appendList(b []byte, fd protoreflect.FieldDescriptor, l proto
 
 // appendMap writes map entries with keys in protojson's order: strings
 // lexically, integers numerically, false before true.
-func (m *restJSON) appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) ([]byte, error) {
+func (m *Marshaler) appendMap(b []byte, fd protoreflect.FieldDescriptor, mp protoreflect.Map) ([]byte, error) {
 	keys := make([]protoreflect.MapKey, 0, mp.Len())
 	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
 		keys = append(keys, k)
@@ -263,7 +273,7 @@ func cmpInt(a, b int64) int {
 }
 
 // appendSingular writes one value of fd (an element, for lists and maps).
-func (m *restJSON) appendSingular(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) ([]byte, error) {
+func (m *Marshaler) appendSingular(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) ([]byte, error) {
 	switch fd.Kind() {
 	case protoreflect.BoolKind:
 		return strconv.AppendBool(b, v.Bool()), nil
@@ -315,7 +325,7 @@ func appendWellKnown(b []byte, msg protoreflect.Message) ([]byte, error) {
 	case "DoubleValue", "FloatValue", "Int32Value", "UInt32Value", "Int64Value",
 		"UInt64Value", "BoolValue", "StringValue", "BytesValue":
 		fd := md.Fields().ByNumber(1)
-		return (&restJSON{}).appendSingular(b, fd, msg.Get(fd))
+		return (&Marshaler{}).appendSingular(b, fd, msg.Get(fd))
 	}
 	out, err := protojson.Marshal(msg.Interface())
 	if err != nil {
@@ -401,3 +411,66 @@ func appendString(b []byte, s string) ([]byte, error) {
 }
 
 const hex = "0123456789abcdef"
+
+// StatusBody returns the HTTP status of a gRPC status and its Error body:
+//
+//	{"error":"invalid_argument","message":"...","status":400,"param":"product","accepted":["BTC-USD","ETH-USD"]}
+//
+// "error" is the gRPC code in snake case, "status" repeats the HTTP
+// status, "param" and "accepted" appear when a parameter is to blame.
+// gRPC codes become HTTP statuses here and nowhere else, by
+// grpc-gateway's standard table (runtime.HTTPStatusFromCode):
+//
+//	InvalidArgument, FailedPrecondition, OutOfRange  400
+//	NotFound                                         404
+//	Unimplemented                                    501
+//	Unavailable                                      503
+//	DeadlineExceeded                                 504
+//	Internal, Unknown, DataLoss                      500
+func StatusBody(st *status.Status) (int, []byte) {
+	code := st.Code()
+	body := &tollgatev1.Error{Error: CodeName(code), Message: st.Message()}
+	for _, d := range st.Details() {
+		if e, ok := d.(*tollgatev1.Error); ok {
+			body.Param, body.Accepted = e.Param, e.Accepted
+		}
+	}
+	return ErrorBody(runtime.HTTPStatusFromCode(code), body)
+}
+
+// ErrorBody returns body as JSON with httpStatus in its status field, and
+// the status to answer with. Text that echoes the request (paths,
+// parameter names) is made valid UTF-8, so that a request with %FF in it
+// gets its 400 or 404 rather than a marshaling failure.
+func ErrorBody(httpStatus int, body *tollgatev1.Error) (int, []byte) {
+	body.Status = int32(httpStatus)
+	body.Message = strings.ToValidUTF8(body.Message, "\uFFFD")
+	if body.Param != nil {
+		p := strings.ToValidUTF8(body.GetParam(), "\uFFFD")
+		body.Param = &p
+	}
+	for i, a := range body.Accepted {
+		body.Accepted[i] = strings.ToValidUTF8(a, "\uFFFD")
+	}
+	out, err := (&Marshaler{}).Marshal(body)
+	if err != nil { // unreachable: every string above is valid UTF-8
+		return http.StatusInternalServerError, []byte(`{"error":"internal","message":"internal error","status":500,"accepted":[]}`)
+	}
+	return httpStatus, out
+}
+
+// CodeName returns a gRPC code in snake case: InvalidArgument ->
+// "invalid_argument".
+func CodeName(c codes.Code) string {
+	var out []rune
+	for i, r := range c.String() {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				out = append(out, '_')
+			}
+			r = unicode.ToLower(r)
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}

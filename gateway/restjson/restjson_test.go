@@ -1,4 +1,4 @@
-package gateway
+package restjson
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ import (
 
 var emitAll = protojson.MarshalOptions{EmitUnpopulated: true}
 
-func testMarshaler() *restJSON { return newRESTJSON(protoregistry.GlobalFiles, "tollgate.v1") }
+func testMarshaler() *Marshaler { return New(protoregistry.GlobalFiles, "tollgate.v1") }
 
 // samples returns every demo record plus messages that exercise the corners
 // of the mapping: unset optionals, null wrappers and messages, empty lists
