@@ -118,6 +118,7 @@ type Gate struct {
 	logger *slog.Logger
 	base   string
 	obs    Observer
+	tools  map[string]*route // each operation's first route, by name: the MCP tools
 }
 
 type route struct {
@@ -128,6 +129,9 @@ type route struct {
 	// The unpaid challenge, pre-encoded around the one part that varies
 	// per request (the resource URL): the hot path splices, never marshals.
 	v1Body, v2JSON [2][]byte
+	// The unpaid tool call's PaymentRequired, whole: a tool's resource
+	// URL does not vary.
+	toolRequired json.RawMessage
 }
 
 // resourceMark stands for the resource URL in the pre-encoded challenge.
@@ -158,7 +162,7 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gate{cfg: cfg, tally: tally, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/")}
+	g := &Gate{cfg: cfg, tally: tally, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/"), tools: map[string]*route{}}
 	if g.obs = cfg.Observer; g.obs == nil {
 		g.obs = nopObserver{}
 	}
@@ -191,6 +195,15 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 			}
 		}
 		g.routes = append(g.routes, rt)
+		if g.tools[r.Name] == nil {
+			treq := g.requirementFor(rt, ToolResource(r.Name))
+			treq.tool = true
+			_, v2 := g.challengeObjects(treq, errNoPayment)
+			if rt.toolRequired, err = json.Marshal(v2); err != nil {
+				return nil, err
+			}
+			g.tools[r.Name] = rt
+		}
 	}
 	return g, nil
 }
@@ -327,6 +340,9 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		Error:       why.Reason,
 		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
 		Extensions:  map[string]any{"bazaar": d.bazaar},
+	}
+	if req.tool {
+		v2.Extensions["bazaar"] = d.tool
 	}
 	for _, s := range g.cfg.Schemes {
 		v2.Accepts = append(v2.Accepts, s.Accepts(req))

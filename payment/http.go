@@ -134,7 +134,6 @@ func (g *Gate) requirement(rt *route, r *http.Request) *Requirement {
 	return g.requirementFor(rt, g.base+r.URL.RequestURI())
 }
 
-
 // unpaid writes the challenge for a request that carries no payment, from
 // the route's pre-encoded template.
 func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
@@ -154,7 +153,6 @@ func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
 	w.WriteHeader(http.StatusPaymentRequired)
 	_, _ = w.Write(body)
 }
-
 
 // writeObjects writes a 402: v1 as the body, v2 as PAYMENT-REQUIRED.
 func writeObjects(w http.ResponseWriter, v1 RequiredV1, v2 RequiredV2) {
@@ -239,7 +237,6 @@ type buffer struct {
 	body   bytes.Buffer
 	wrote  bool
 }
-
 
 func (b *buffer) Header() http.Header { return b.header }
 

@@ -147,6 +147,12 @@ func (p *Payer) choose(r *response) (Offer, SchemeClient, error) {
 	if err != nil {
 		return Offer{}, nil, err
 	}
+	return p.chooseFrom(offers)
+}
+
+// chooseFrom picks the offer of the payer's most preferred scheme client
+// among offers, within MaxAmount.
+func (p *Payer) chooseFrom(offers []Offer) (Offer, SchemeClient, error) {
 	for _, sc := range p.Schemes {
 		for _, o := range offers {
 			if o.Entry.Scheme != sc.Name() {
@@ -190,13 +196,19 @@ func (p *Payer) offers(r *response) ([]Offer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return offersV2(req), nil
+}
+
+// offersV2 reads a v2 requirement's EVM accepts entries.
+func offersV2(req RequiredV2) []Offer {
+	var out []Offer
 	for _, a := range req.Accepts {
 		id, err := strconv.ParseInt(strings.TrimPrefix(a.Network, "eip155:"), 10, 64)
 		if strings.HasPrefix(a.Network, "eip155:") && err == nil {
 			out = append(out, Offer{Version: 2, Entry: a, Resource: &req.Resource, ChainID: id})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // requiredV2 decodes a 402's PAYMENT-REQUIRED header.

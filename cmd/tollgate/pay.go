@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
@@ -36,8 +37,10 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	channels := fs.String("channel-dir", "", "batch-settlement: directory keeping each channel's charged total and deposit between runs; empty: tollgate/channels in the user's configuration directory (os.UserConfigDir)")
 	maxDeposit := fs.String("max-deposit", "10000000", "batch-settlement: most one deposit may be, in atomic units (10000000 = 10.00 USDC)")
 	refund := fs.Bool("refund", false, "batch-settlement: ask the server for a cooperative refund of the channel's unspent deposit instead of paying")
+	tool := fs.String("tool", "", "call this MCP tool at URL, the server's MCP endpoint (e.g. http://127.0.0.1:8402/mcp), instead of GETting URL; x402 v2 only")
+	toolArgs := fs.String("args", "{}", "with --tool: the tool's arguments as a JSON object, e.g. '{\"addr\":\"0x…\"}'")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: tollgate pay [flags] URL\n\nPays one x402-priced GET and prints the response body; the settlement goes to stderr.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: tollgate pay [flags] URL\n       tollgate pay --tool NAME [--args JSON] [flags] MCP_URL\n\nPays one x402-priced GET (or MCP tool call) and prints the response body (the tool's structured result); the settlement goes to stderr.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -76,6 +79,9 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	p.Networks = map[string]int64{"base": 8453, "base-sepolia": 84532}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *tool != "" {
+		return payTool(ctx, &p, key, fs.Arg(0), *tool, *toolArgs, *scheme, *channels, *maxDeposit, *refund, stdout, stderr)
+	}
 	var res *payment.PaidResult
 	var err error
 	switch {
@@ -99,23 +105,92 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("pay: %w", err)
 	}
-	if s := res.Settlement; s != nil {
-		fmt.Fprintf(stderr, "settlement: success=%v transaction=%s network=%s payer=%s", s.Success, s.Transaction, s.Network, s.Payer)
-		if s.Amount != "" {
-			fmt.Fprintf(stderr, " amount=%s", s.Amount)
-		}
-		if s.Extra != nil {
-			extra, _ := json.Marshal(s.Extra)
-			fmt.Fprintf(stderr, " extra=%s", extra)
-		}
-		if s.ErrorReason != "" {
-			fmt.Fprintf(stderr, " reason=%s", s.ErrorReason)
-		}
-		fmt.Fprintln(stderr)
-	}
+	printSettlement(stderr, res.Settlement)
 	fmt.Fprintf(stdout, "%s\n", res.Body)
 	if res.Status != http.StatusOK {
 		return fmt.Errorf("pay: HTTP %d", res.Status)
+	}
+	return nil
+}
+
+// printSettlement writes a settlement, if any, on one line.
+func printSettlement(w io.Writer, s *payment.SettleResponse) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "settlement: success=%v transaction=%s network=%s payer=%s", s.Success, s.Transaction, s.Network, s.Payer)
+	if s.Amount != "" {
+		fmt.Fprintf(w, " amount=%s", s.Amount)
+	}
+	if s.Extra != nil {
+		extra, _ := json.Marshal(s.Extra)
+		fmt.Fprintf(w, " extra=%s", extra)
+	}
+	if s.ErrorReason != "" {
+		fmt.Fprintf(w, " reason=%s", s.ErrorReason)
+	}
+	fmt.Fprintln(w)
+}
+
+// payTool calls the MCP tool name at endpoint with argsJSON, paying
+// with scheme (x402's MCP transport): the tool's structured result goes
+// to stdout, the settlement to stderr.
+func payTool(ctx context.Context, p *payment.Payer, key *ecdsa.PrivateKey, endpoint, name, argsJSON, scheme, dir, maxDeposit string, refund bool, stdout, stderr io.Writer) error {
+	if p.Version != 2 {
+		return errors.New("pay: MCP tools are paid with x402 v2 only")
+	}
+	if refund {
+		return errors.New("pay: --refund is asked of a REST URL of the server (the channel is the same)")
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
+		return fmt.Errorf("pay: --args %q is not a JSON object: %w", argsJSON, err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "tollgate-pay", Version: buildVersion()}, nil)
+	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: p.HTTP}, nil)
+	if err != nil {
+		return fmt.Errorf("pay: MCP session with %s: %w", endpoint, err)
+	}
+	defer session.Close()
+	var res *payment.ToolResult
+	switch scheme {
+	case exact.Scheme:
+		p.Schemes = []payment.SchemeClient{exact.Payer{Key: key}}
+		res, err = p.CallTool(ctx, session, name, args)
+	case batch.Scheme:
+		depositCap, ok := new(big.Int).SetString(maxDeposit, 10)
+		if !ok || depositCap.Sign() <= 0 {
+			return fmt.Errorf("pay: --max-deposit %q is not a positive integer", maxDeposit)
+		}
+		offer, oerr := p.ToolOffer(ctx, session, name, args, batch.Scheme)
+		if oerr != nil {
+			return oerr
+		}
+		sess, save, serr := batchSession(key, offer, dir, depositCap)
+		if serr != nil {
+			return fmt.Errorf("pay: %w", serr)
+		}
+		p.Schemes = []payment.SchemeClient{sess}
+		res, err = p.CallTool(ctx, session, name, args)
+		if serr := save(); err == nil && serr != nil {
+			err = serr
+		}
+	default:
+		return fmt.Errorf("pay: --scheme %q: want %s or %s", scheme, exact.Scheme, batch.Scheme)
+	}
+	if err != nil {
+		return fmt.Errorf("pay: %w", err)
+	}
+	printSettlement(stderr, res.Settlement)
+	text := ""
+	if len(res.Result.Content) > 0 {
+		if t, ok := res.Result.Content[0].(*mcp.TextContent); ok {
+			text = t.Text
+		}
+	}
+	fmt.Fprintf(stdout, "%s\n", text)
+	if res.Result.IsError {
+		return fmt.Errorf("pay: tool %s answered with an error", name)
 	}
 	return nil
 }
@@ -126,35 +201,16 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 // file per channel, as the official client's file storage does; a lost
 // file is recovered from the server's corrective 402.
 func payBatch(ctx context.Context, p *payment.Payer, key *ecdsa.PrivateKey, url, dir string, maxDeposit *big.Int, refund bool) (*payment.PaidResult, error) {
-	if dir == "" {
-		base, err := os.UserConfigDir()
-		if err != nil {
-			return nil, fmt.Errorf("no --channel-dir and no user directory: %w", err)
-		}
-		dir = filepath.Join(base, "tollgate", "channels")
-	}
 	offer, err := p.Offer(ctx, url, batch.Scheme)
 	if err != nil {
 		return nil, err
 	}
-	entry, resource := offer.Entry, offer.Resource
-	chainID, ok := new(big.Int).SetString(strings.TrimPrefix(entry.Network, "eip155:"), 10)
-	if !ok {
-		return nil, fmt.Errorf("network %q is not an EVM chain", entry.Network)
-	}
-	terms, err := batch.TermsOf(entry, chainID)
+	sess, save, err := batchSession(key, offer, dir, maxDeposit)
 	if err != nil {
 		return nil, err
 	}
-	sess := &batch.Session{Payer: batch.Payer{Key: key, Escrow: terms.Escrow}, MaxDeposit: maxDeposit}
-	_, id := sess.Payer.Channel(terms)
-	file := filepath.Join(dir, strings.ToLower(id.Hex())+".json")
-	if b, err := os.ReadFile(file); err == nil {
-		var st batch.SessionState
-		if err := json.Unmarshal(b, &st); err != nil || sess.Restore(st) != nil {
-			return nil, fmt.Errorf("channel file %s is damaged; move it aside (the server's state is recovered on the next call)", file)
-		}
-	}
+	entry, resource := offer.Entry, offer.Resource
+	chainID := big.NewInt(offer.ChainID)
 	var res *payment.PaidResult
 	if refund {
 		value, err := sess.RefundEnvelope(entry, resource, chainID, nil)
@@ -173,9 +229,39 @@ func payBatch(ctx context.Context, p *payment.Payer, key *ecdsa.PrivateKey, url,
 			return nil, err
 		}
 	}
-	b, _ := json.MarshalIndent(sess.State(id), "", "  ")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, err
+	return res, save()
+}
+
+// batchSession opens the payer's channel for offer, its state read from
+// dir (the user's configuration directory when empty), and returns the
+// function that saves the state back.
+func batchSession(key *ecdsa.PrivateKey, offer payment.Offer, dir string, maxDeposit *big.Int) (*batch.Session, func() error, error) {
+	if dir == "" {
+		base, err := os.UserConfigDir()
+		if err != nil {
+			return nil, nil, fmt.Errorf("no --channel-dir and no user directory: %w", err)
+		}
+		dir = filepath.Join(base, "tollgate", "channels")
 	}
-	return res, os.WriteFile(file, b, 0o600)
+	terms, err := batch.TermsOf(offer.Entry, big.NewInt(offer.ChainID))
+	if err != nil {
+		return nil, nil, err
+	}
+	sess := &batch.Session{Payer: batch.Payer{Key: key, Escrow: terms.Escrow}, MaxDeposit: maxDeposit}
+	_, id := sess.Payer.Channel(terms)
+	file := filepath.Join(dir, strings.ToLower(id.Hex())+".json")
+	if b, err := os.ReadFile(file); err == nil {
+		var st batch.SessionState
+		if err := json.Unmarshal(b, &st); err != nil || sess.Restore(st) != nil {
+			return nil, nil, fmt.Errorf("channel file %s is damaged; move it aside (the server's state is recovered on the next call)", file)
+		}
+	}
+	save := func() error {
+		b, _ := json.MarshalIndent(sess.State(id), "", "  ")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(file, b, 0o600)
+	}
+	return sess, save, nil
 }

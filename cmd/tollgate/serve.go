@@ -35,6 +35,7 @@ import (
 	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/gateway"
+	"github.com/tollgate/tollgate/mcpserver"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
@@ -236,7 +237,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			return n, usd, time.Since(oldest), nil
 		})
 	}
-	gate, err := payment.NewGate(gc, gateway.PaidRoutes(cat), ledger, logger)
+	routes := gateway.PaidRoutes(cat)
+	gate, err := payment.NewGate(gc, routes, ledger, logger)
 	if err != nil {
 		return err
 	}
@@ -333,15 +335,25 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
+	tools, err := mcpserver.New(mcpserver.Config{Timeout: cfg.RequestTimeout, Version: buildVersion(), Instructions: mcpInstructions},
+		conn, cat, routes, gate, logger.With("component", "mcp"))
+	if err != nil {
+		return err
+	}
 	limiter, err := gateway.NewLimiter(cfg.Limits)
 	if err != nil {
 		return err
 	}
+	// The public listener serves two facades: MCP at /mcp, whose gate
+	// runs inside each tool call, and REST behind the gate's middleware.
+	api := http.NewServeMux()
+	api.Handle(mcpserver.Path, tools)
+	api.Handle("/", gate.Handler(gw))
 	// Outside in: the access log sees every answer (429s too); the metrics
 	// time it; the limiter refuses floods before a signature is checked;
-	// oversized headers get the JSON 431; then the payment gate.
-	public := gateway.AccessLog(logger, metrics.Instrument(gateway.RouteOf(cat),
-		limiter.Handler(gateway.LimitHeaderBytes(maxHeaderBytes, gate.Handler(gw)))))
+	// oversized headers get the JSON 431; then the facades.
+	public := gateway.AccessLog(logger, metrics.Instrument(routeOf(cat),
+		limiter.Handler(gateway.LimitHeaderBytes(maxHeaderBytes, api))))
 	httpSrv := &http.Server{
 		Handler:           public,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -874,4 +886,25 @@ func readableDurations(_ []string, a slog.Attr) slog.Attr {
 		return slog.String(a.Key, a.Value.Duration().String())
 	}
 	return a
+}
+
+// mcpInstructions tell an agent connecting to /mcp what Tollgate is and
+// how its tools are paid.
+const mcpInstructions = "Tollgate: pay-per-call data about tokens and wallets on Base (eip155:8453) and about ETH/BTC markets. " +
+	"Every tool is paid per call with x402 in USDC on Base, no signup and no API key: call a tool without payment to get its " +
+	"x402 PaymentRequired (isError, structuredContent), sign one of its accepts (exact: an EIP-3009 authorization; " +
+	"batch-settlement: a channel voucher), and call again with the PaymentPayload in params._meta[\"x402/payment\"]. " +
+	"The settlement comes back in result._meta[\"x402/payment-response\"]. Invalid arguments are refused before any payment. " +
+	"Not financial advice."
+
+// routeOf names a public request's route for the metrics: the MCP
+// endpoint's, or the REST operation's pattern.
+func routeOf(cat *catalog.Catalog) func(*http.Request) string {
+	rest := gateway.RouteOf(cat)
+	return func(r *http.Request) string {
+		if r.URL.Path == mcpserver.Path {
+			return mcpserver.Path
+		}
+		return rest(r)
+	}
 }

@@ -1,7 +1,10 @@
 package catalog
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
 	"regexp"
@@ -13,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 )
@@ -116,6 +120,97 @@ func (o *Operation) CheckHTTP(pathValue func(name string) string, query url.Valu
 		out.Set(p.Name, v)
 	}
 	return out, nil
+}
+
+// CheckArguments checks the arguments of a call of o as an MCP tool, a
+// JSON object of parameter names to values (a string parameter's value a
+// JSON string, an integer's a JSON integer; null is the same as absent),
+// by the rules CheckHTTP applies to a REST request: unknown parameters
+// are refused and the path's are required. It returns every given
+// parameter, path and query alike, as normalized text.
+func (o *Operation) CheckArguments(raw json.RawMessage) (url.Values, error) {
+	var args map[string]json.RawMessage
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return nil, &ParamError{Param: "arguments", Problem: "must be a JSON object of parameter names to values"}
+		}
+	}
+	out := url.Values{}
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		p := o.param(name)
+		if p == nil {
+			var names []string
+			for _, q := range o.Params {
+				names = append(names, q.Name)
+			}
+			if len(names) == 0 {
+				return nil, &ParamError{Param: name, Problem: "is not accepted: " + o.Name + " takes no arguments"}
+			}
+			return nil, &ParamError{Param: name, Problem: "is not an argument of " + o.Name, Accepted: names}
+		}
+		if string(args[name]) == "null" {
+			continue
+		}
+		text, err := p.argumentText(args[name])
+		if err != nil {
+			return nil, err
+		}
+		n, err := p.normalize(text)
+		if err != nil {
+			return nil, err
+		}
+		out.Set(name, n)
+	}
+	for _, p := range o.Params {
+		if p.Required() && !out.Has(p.Name) {
+			return nil, &ParamError{Param: p.Name, Problem: "is required"}
+		}
+	}
+	return out, nil
+}
+
+// argumentText is the text of a JSON argument of p's type.
+func (p *Param) argumentText(raw json.RawMessage) (string, error) {
+	if !p.Integer() {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", &ParamError{Param: p.Name, Problem: "must be a JSON string, got " + string(raw), Accepted: p.Accepted()}
+		}
+		return s, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var n json.Number
+	if err := d.Decode(&n); err != nil || !integerText.MatchString(n.String()) {
+		return "", &ParamError{Param: p.Name, Problem: "must be a JSON integer, got " + string(raw), Accepted: p.Accepted()}
+	}
+	return n.String(), nil
+}
+
+// NewRequest returns o's request message with args, checked text by
+// parameter name (CheckArguments' answer), and the defaults of the
+// parameters not given.
+func (o *Operation) NewRequest(args url.Values) (proto.Message, error) {
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(o.Method.Input().FullName())
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", o.FullMethod(), err)
+	}
+	m := mt.New()
+	for i := range o.Params {
+		p := &o.Params[i]
+		if !args.Has(p.Name) {
+			continue
+		}
+		v, err := p.value(args.Get(p.Name))
+		if err != nil {
+			return nil, err
+		}
+		m.Set(p.Field, v)
+	}
+	if err := o.Apply(m.Interface()); err != nil {
+		return nil, err
+	}
+	return m.Interface(), nil
 }
 
 // Apply checks a typed request message of o (a gRPC call, or a REST call

@@ -1,0 +1,175 @@
+// Package mcpserver serves Tollgate's paid operations as MCP tools over
+// the Streamable HTTP transport (POST /mcp): a second facade over the
+// gRPC core, beside the REST gateway.
+//
+// Each tool is one paid operation of the catalog, named as its /demo/{op}
+// sample. Its input schema is the operation's parameters and its output
+// schema its record, both as the OpenAPI document declares them (read
+// through the payment routes' discovery), so an operation added to the
+// protos appears on both transports at once. A call's arguments are
+// checked by the catalog's rules before any payment logic; a checked call
+// is handed to the payment gate with a way to run it, and the gate
+// answers the payment the MCP way (specs/transports-v2/mcp.md) and runs
+// the call only once it is paid. The call goes through the same gRPC
+// client connection as REST, so the server's interceptors (deadlines,
+// logging, recovery, metrics) run for both, and its record is written by
+// gateway/restjson, so a tool's structuredContent is the REST body.
+//
+// The server is stateless: every POST stands alone, so any replica answers
+// any request and nothing is kept between calls.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/tollgate/tollgate/gateway/restjson"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// Path is where the MCP endpoint is served on the public listener.
+const Path = "/mcp"
+
+// Config holds the MCP facade's settings.
+type Config struct {
+	// Timeout bounds each tool's gRPC call, as the gateway's bounds a
+	// REST call's; past it the tool fails with deadline_exceeded.
+	Timeout time.Duration
+	// Version is the server's build version, given in the handshake.
+	Version string
+	// Instructions tell an agent what the server is and how it is paid.
+	Instructions string
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("mcp: timeout must be positive, got %s", c.Timeout))
+	}
+	if c.Version == "" {
+		errs = append(errs, errors.New("mcp: version is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// Gate prices and settles a tool call; *payment.Gate is one.
+type Gate interface {
+	CallTool(ctx context.Context, c payment.ToolCall) (*mcp.CallToolResult, error)
+}
+
+// maxBody bounds a request's body: a tool call with its payment is a few
+// kilobytes (a smart wallet's signature included).
+const maxBody = 64 << 10
+
+// New returns the MCP endpoint's handler: a tool for each paid operation
+// of cat, described by the payment route of the same name, called over
+// conn and paid through gate. It does no I/O.
+func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes []payment.Route, gate Gate, logger *slog.Logger) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "tollgate", Title: "Tollgate", Version: cfg.Version},
+		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: logger})
+	ts, err := tools(cat, routes)
+	if err != nil {
+		return nil, err
+	}
+	m := restjson.New(protoregistry.GlobalFiles, "tollgate.v1")
+	for _, t := range ts {
+		c := &caller{op: t.op, conn: conn, json: m, timeout: cfg.Timeout, logger: logger}
+		s.AddTool(t.Tool, c.handler(gate))
+	}
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		Logger:       logger,
+		// The SDK refuses a localhost peer asking for another host, which
+		// guards a local MCP server against DNS rebinding. Tollgate is a
+		// public API with no ambient authority to guard, and a load
+		// balancer on the same host forwards the public Host.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        maxBody,
+	}), nil
+}
+
+// caller runs one operation's tool calls.
+type caller struct {
+	op      *catalog.Operation
+	conn    grpc.ClientConnInterface
+	json    *restjson.Marshaler
+	timeout time.Duration
+	logger  *slog.Logger
+}
+
+// handler checks a call's arguments, refusing bad ones with an error
+// result that asks for no payment, then hands the call to gate.
+func (c *caller) handler(gate Gate) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := c.op.CheckArguments(req.Params.Arguments)
+		if err != nil {
+			_, body := restjson.StatusBody(status.Convert(err))
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil
+		}
+		var pay any
+		if m := req.Params.GetMeta(); m != nil {
+			pay = m[payment.MetaPayment]
+		}
+		return gate.CallTool(ctx, payment.ToolCall{
+			Name: c.op.Name, Arguments: args, Payment: pay,
+			Run: func(ctx context.Context) *payment.Response { return c.call(ctx, args) },
+		})
+	}
+}
+
+// call runs the operation over gRPC and writes its answer as REST would:
+// the record's JSON, or the error body with the status REST gives it.
+func (c *caller) call(ctx context.Context, args url.Values) *payment.Response {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := c.op.NewRequest(args)
+	if err != nil {
+		return errorResponse(status.Convert(err))
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(c.op.Method.Output().FullName())
+	if err != nil {
+		c.logger.ErrorContext(ctx, "mcp: no response type", "tool", c.op.Name, "err", err)
+		return errorResponse(status.New(codes.Internal, "internal error"))
+	}
+	resp := mt.New().Interface()
+	if err := c.conn.Invoke(ctx, c.op.FullMethod(), req, resp); err != nil {
+		st, ok := status.FromError(err)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || st.Code() == codes.DeadlineExceeded:
+			st = status.New(codes.DeadlineExceeded, "deadline exceeded")
+		case !ok:
+			c.logger.ErrorContext(ctx, "mcp: call failed", "tool", c.op.Name, "err", err)
+			st = status.New(codes.Internal, "internal error")
+		}
+		return errorResponse(st)
+	}
+	body, err := c.json.Marshal(proto.Message(resp))
+	if err != nil {
+		c.logger.ErrorContext(ctx, "mcp: record not written", "tool", c.op.Name, "err", err)
+		return errorResponse(status.New(codes.Internal, "internal error"))
+	}
+	return payment.NewResponse(http.StatusOK, "application/json", body)
+}
+
+func errorResponse(st *status.Status) *payment.Response {
+	code, body := restjson.StatusBody(st)
+	return payment.NewResponse(code, "application/json", body)
+}
