@@ -209,24 +209,28 @@ func TestInstrument(t *testing.T) {
 func TestExpectedSeries(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics(Build{}, nil)
-	m.ExpectPayments([]string{"regime", "whales"}, []string{"r1", "r2"}, []string{"f1"})
+	m.ExpectPayments([]string{"regime", "whales"}, []string{"rest", "mcp"}, []string{"r1", "r2"}, []string{"f1"})
 	m.ExpectBatch([]string{"claim", "settle"}, []string{"ok", "error"})
 	m.ExpectRoutes([]string{"GET /regime", "other"}, []int{200, 502})
 	m.ExpectCaches("candles")
 	fresh := scrape(t, m)
+	byTransport := [][]string{{"regime", "rest"}, {"whales", "rest"}, {"regime", "mcp"}, {"whales", "mcp"}}
 	for _, tt := range []struct {
 		name   string
 		labels []string // label names, in the order of each row's values
 		rows   [][]string
 	}{
-		{"tollgate_payment_challenges_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
-		{"tollgate_payment_presented_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
-		{"tollgate_payment_verified_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
-		{"tollgate_payment_settled_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
-		{"tollgate_payment_revenue_usd_total", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
+		{"tollgate_payment_challenges_total", []string{"operation", "transport"}, byTransport},
+		{"tollgate_payment_presented_total", []string{"operation", "transport"}, byTransport},
+		{"tollgate_payment_verified_total", []string{"operation", "transport"}, byTransport},
+		{"tollgate_payment_settled_total", []string{"operation", "transport"}, byTransport},
+		{"tollgate_payment_revenue_usd_total", []string{"operation", "transport"}, byTransport},
 		{"tollgate_payment_settle_duration_seconds", []string{"operation"}, [][]string{{"regime"}, {"whales"}}},
-		{"tollgate_payment_refused_total", []string{"operation", "reason"}, [][]string{{"regime", "r1"}, {"regime", "r2"}, {"whales", "r1"}, {"whales", "r2"}}},
-		{"tollgate_payment_failed_total", []string{"operation", "reason"}, [][]string{{"regime", "f1"}, {"whales", "f1"}}},
+		{"tollgate_payment_refused_total", []string{"operation", "transport", "reason"}, [][]string{
+			{"regime", "rest", "r1"}, {"regime", "rest", "r2"}, {"whales", "rest", "r1"}, {"whales", "rest", "r2"},
+			{"regime", "mcp", "r1"}, {"regime", "mcp", "r2"}, {"whales", "mcp", "r1"}, {"whales", "mcp", "r2"}}},
+		{"tollgate_payment_failed_total", []string{"operation", "transport", "reason"}, [][]string{
+			{"regime", "rest", "f1"}, {"whales", "rest", "f1"}, {"regime", "mcp", "f1"}, {"whales", "mcp", "f1"}}},
 		{"tollgate_batch_transactions_total", []string{"kind", "result"}, [][]string{{"claim", "ok"}, {"claim", "error"}, {"settle", "ok"}, {"settle", "error"}}},
 		{"tollgate_batch_usd_total", []string{"kind"}, [][]string{{"claim"}, {"settle"}}},
 		{"tollgate_http_requests_total", []string{"route", "method", "status"},
@@ -260,7 +264,7 @@ func TestExpectedSeries(t *testing.T) {
 		}
 	}
 
-	m.Refused("regime", "r2")
+	m.Refused("regime", "mcp", "r2")
 	m.ExpectCaches("bytecode") // a cache expected later, as serve expects the analytics' own
 	m.CacheLookup("bytecode", true)
 	m.Upstream("chain", "eth_call", time.Millisecond, nil)
@@ -270,8 +274,9 @@ func TestExpectedSeries(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"tollgate_payment_refused_total", map[string]string{"operation": "regime", "reason": "r2"}, 1},
-		{"tollgate_payment_refused_total", map[string]string{"operation": "whales", "reason": "r2"}, 0},
+		{"tollgate_payment_refused_total", map[string]string{"operation": "regime", "transport": "mcp", "reason": "r2"}, 1},
+		{"tollgate_payment_refused_total", map[string]string{"operation": "regime", "transport": "rest", "reason": "r2"}, 0},
+		{"tollgate_payment_refused_total", map[string]string{"operation": "whales", "transport": "mcp", "reason": "r2"}, 0},
 		{"tollgate_cache_requests_total", map[string]string{"cache": "bytecode", "result": "hit"}, 1},
 		{"tollgate_cache_requests_total", map[string]string{"cache": "bytecode", "result": "miss"}, 0},
 		{"tollgate_upstream_requests_total", map[string]string{"upstream": "chain", "method": "eth_call", "outcome": "ok"}, 1},

@@ -92,13 +92,15 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 	m.httpRequests = f.counters("tollgate_http_requests_total", "Requests answered on the public listener.", "route", "method", "status")
 	m.httpDuration = f.histograms("tollgate_http_request_duration_seconds", "Time to answer a request on the public listener, payment included.", "route")
 
-	m.challenges = f.counters("tollgate_payment_challenges_total", "402 challenges sent for a request without payment.", "operation")
-	m.presented = f.counters("tollgate_payment_presented_total", "Requests that carried a payment header.", "operation")
-	m.refused = f.counters("tollgate_payment_refused_total", "Presented payments refused before any settlement (nothing charged), by reason.", "operation", "reason")
-	m.verified = f.counters("tollgate_payment_verified_total", "Payments verified, whose handler ran.", "operation")
-	m.settled = f.counters("tollgate_payment_settled_total", "Payments settled and confirmed on chain by this process.", "operation")
-	m.failed = f.counters("tollgate_payment_failed_total", "Verified payments whose settlement failed or stayed unresolved, by reason.", "operation", "reason")
-	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation")
+	// The funnel's transport label is rest (a GET with a payment header)
+	// or mcp (an MCP tool call with the payment in _meta).
+	m.challenges = f.counters("tollgate_payment_challenges_total", "Payment requirements sent for a call without payment (402s, unpaid tool calls).", "operation", "transport")
+	m.presented = f.counters("tollgate_payment_presented_total", "Calls that carried a payment.", "operation", "transport")
+	m.refused = f.counters("tollgate_payment_refused_total", "Presented payments refused before any settlement (nothing charged), by reason.", "operation", "transport", "reason")
+	m.verified = f.counters("tollgate_payment_verified_total", "Payments verified, whose handler ran.", "operation", "transport")
+	m.settled = f.counters("tollgate_payment_settled_total", "Payments settled and confirmed on chain by this process.", "operation", "transport")
+	m.failed = f.counters("tollgate_payment_failed_total", "Verified payments whose settlement failed or stayed unresolved, by reason.", "operation", "transport", "reason")
+	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation", "transport")
 	m.settleTiming = f.histograms("tollgate_payment_settle_duration_seconds", "From asking the facilitator to settle to the confirmed receipt.", "operation")
 
 	m.upstreamRequests = f.counters("tollgate_upstream_requests_total", "Calls to upstreams (chain JSON-RPC by method, candles, equities, model, facilitator), by outcome.", "upstream", "method", "outcome")
@@ -275,35 +277,39 @@ func (m *Metrics) EscrowWatched(err error) {
 // Outcomes): a fresh process's panels have data, and a rate sees the
 // first refusal or failure. A reason outside the lists (a remote
 // facilitator's own) is still counted, from its first occurrence.
-func (m *Metrics) ExpectPayments(ops, refused, failed []string) {
+func (m *Metrics) ExpectPayments(ops, transports, refused, failed []string) {
 	for _, op := range ops {
-		for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue} {
-			v.WithLabelValues(op)
-		}
 		m.settleTiming.WithLabelValues(op)
-		for _, r := range refused {
-			m.refused.WithLabelValues(op, r)
-		}
-		for _, r := range failed {
-			m.failed.WithLabelValues(op, r)
+		for _, tr := range transports {
+			for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue} {
+				v.WithLabelValues(op, tr)
+			}
+			for _, r := range refused {
+				m.refused.WithLabelValues(op, tr, r)
+			}
+			for _, r := range failed {
+				m.failed.WithLabelValues(op, tr, r)
+			}
 		}
 	}
 }
 
 // The payment funnel: Metrics implements payment.Observer.
 
-func (m *Metrics) Challenged(op string)           { m.challenges.WithLabelValues(op).Inc() }
-func (m *Metrics) Presented(op string)            { m.presented.WithLabelValues(op).Inc() }
-func (m *Metrics) Refused(op, reason string)      { m.refused.WithLabelValues(op, reason).Inc() }
-func (m *Metrics) Verified(op string)             { m.verified.WithLabelValues(op).Inc() }
-func (m *Metrics) SettleFailed(op, reason string) { m.failed.WithLabelValues(op, reason).Inc() }
+func (m *Metrics) Challenged(op, tr string)   { m.challenges.WithLabelValues(op, tr).Inc() }
+func (m *Metrics) Presented(op, tr string)    { m.presented.WithLabelValues(op, tr).Inc() }
+func (m *Metrics) Refused(op, tr, why string) { m.refused.WithLabelValues(op, tr, why).Inc() }
+func (m *Metrics) Verified(op, tr string)     { m.verified.WithLabelValues(op, tr).Inc() }
+func (m *Metrics) SettleFailed(op, tr, why string) {
+	m.failed.WithLabelValues(op, tr, why).Inc()
+}
 
 // Settled counts a confirmed settlement of usd, which took took from the
 // settle request to the confirmed receipt (0 when it was found on chain
 // rather than settled by this request).
-func (m *Metrics) Settled(op string, usd float64, took time.Duration) {
-	m.settled.WithLabelValues(op).Inc()
-	m.revenue.WithLabelValues(op).Add(usd)
+func (m *Metrics) Settled(op, tr string, usd float64, took time.Duration) {
+	m.settled.WithLabelValues(op, tr).Inc()
+	m.revenue.WithLabelValues(op, tr).Add(usd)
 	if took > 0 {
 		m.settleTiming.WithLabelValues(op).Observe(took.Seconds())
 	}

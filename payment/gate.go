@@ -197,7 +197,7 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 		g.routes = append(g.routes, rt)
 		if g.tools[r.Name] == nil {
 			treq := g.requirementFor(rt, ToolResource(r.Name))
-			treq.tool = true
+			treq.transport = TransportMCP
 			_, v2 := g.challengeObjects(treq, errNoPayment)
 			if rt.toolRequired, err = json.Marshal(v2); err != nil {
 				return nil, err
@@ -317,7 +317,7 @@ func (g *Gate) requirementFor(rt *route, resource string) *Requirement {
 		Network: g.cfg.Network, NetworkV1: g.cfg.NetworkV1, ChainID: g.cfg.ChainID,
 		Asset: g.cfg.Asset, AssetName: g.cfg.AssetName, AssetVersion: g.cfg.AssetVersion,
 		PayTo: g.cfg.PayTo, Amount: rt.amount, MaxTimeout: g.cfg.MaxTimeout,
-		Resource: resource, Description: rt.Description, MimeType: "application/json", Operation: rt.Name,
+		Resource: resource, Description: rt.Description, MimeType: "application/json", Operation: rt.Name, transport: TransportREST,
 		discovery: rt.discovery,
 	}
 }
@@ -341,7 +341,7 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		Resource:    ResourceV2{URL: req.Resource, Description: req.Description, MimeType: req.MimeType},
 		Extensions:  map[string]any{"bazaar": d.bazaar},
 	}
-	if req.tool {
+	if req.transport == TransportMCP {
 		v2.Extensions["bazaar"] = d.tool
 	}
 	for _, s := range g.cfg.Schemes {

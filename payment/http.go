@@ -65,11 +65,11 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		if header == "" || r.Method == http.MethodHead {
 			// HEAD is never charged: it would buy headers and no body.
 			rt.challenges.Add(1)
-			g.obs.Challenged(rt.Name)
+			g.obs.Challenged(rt.Name, TransportREST)
 			g.unpaid(w, rt, g.base+r.URL.RequestURI())
 			return
 		}
-		g.obs.Presented(rt.Name)
+		g.obs.Presented(rt.Name, TransportREST)
 		req := g.requirement(rt, r)
 		raw, err := decodeBase64(header)
 		var env *Envelope
@@ -80,7 +80,7 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			// A header that is not a payment at all is a client bug: 400.
 			var ve *VerifyError
 			errors.As(err, &ve)
-			g.obs.Refused(req.Operation, ve.Reason)
+			g.obs.Refused(req.Operation, TransportREST, ve.Reason)
 			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
 			return
 		}

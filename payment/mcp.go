@@ -62,19 +62,19 @@ func (g *Gate) CallTool(ctx context.Context, c ToolCall) (*mcp.CallToolResult, e
 		return nil, fmt.Errorf("gate: no paid operation called %q", c.Name)
 	}
 	req := g.requirementFor(rt, ToolResource(c.Name))
-	req.tool = true
+	req.transport = TransportMCP
 	if c.Payment == nil {
 		rt.challenges.Add(1)
-		g.obs.Challenged(rt.Name)
+		g.obs.Challenged(rt.Name, TransportMCP)
 		return requiredResult(rt.toolRequired, nil), nil
 	}
-	g.obs.Presented(rt.Name)
+	g.obs.Presented(rt.Name, TransportMCP)
 	reply := &toolReply{g: g, req: req}
 	env, err := toolEnvelope(c.Payment)
 	if err != nil {
 		var ve *VerifyError
 		errors.As(err, &ve)
-		g.obs.Refused(rt.Name, ve.Reason)
+		g.obs.Refused(rt.Name, TransportMCP, ve.Reason)
 		reply.refused(http.StatusBadRequest, ve.Reason, ve.Message)
 		return reply.result, nil
 	}

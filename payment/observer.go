@@ -10,29 +10,41 @@ import "time"
 // is the 402's or the JSON error's code), verified then settled, verified
 // then failed (settlement refused, reverted or not established; reason
 // likewise), or none of them when a retry is answered from the ledger.
+//
+// Each call names the operation and the transport the call came by
+// (TransportREST or TransportMCP).
 type Observer interface {
-	// Challenged: a 402 for a request without payment.
-	Challenged(op string)
-	// Presented: a request carrying a payment header.
-	Presented(op string)
+	// Challenged: a requirement for a call without payment.
+	Challenged(op, transport string)
+	// Presented: a call carrying a payment.
+	Presented(op, transport string)
 	// Refused: a presented payment refused before any settlement.
-	Refused(op, reason string)
+	Refused(op, transport, reason string)
 	// Verified: the facilitator verified the payment; the handler runs.
-	Verified(op string)
+	Verified(op, transport string)
 	// Settled: a settlement of usd confirmed on chain and answered; took
 	// is from the settle request to the confirmed receipt, 0 when the
 	// chain showed it paid already.
-	Settled(op string, usd float64, took time.Duration)
+	Settled(op, transport string, usd float64, took time.Duration)
 	// SettleFailed: a verified payment whose settlement failed or is not
 	// established.
-	SettleFailed(op, reason string)
+	SettleFailed(op, transport, reason string)
 }
+
+// The transports a paid call comes by.
+const (
+	TransportREST = "rest" // a GET with a payment header
+	TransportMCP  = "mcp"  // an MCP tool call with the payment in _meta
+)
+
+// Transports lists the transports, for the metrics' labels.
+func Transports() []string { return []string{TransportREST, TransportMCP} }
 
 type nopObserver struct{}
 
-func (nopObserver) Challenged(string)                      {}
-func (nopObserver) Presented(string)                       {}
-func (nopObserver) Refused(string, string)                 {}
-func (nopObserver) Verified(string)                        {}
-func (nopObserver) Settled(string, float64, time.Duration) {}
-func (nopObserver) SettleFailed(string, string)            {}
+func (nopObserver) Challenged(string, string)                      {}
+func (nopObserver) Presented(string, string)                       {}
+func (nopObserver) Refused(string, string, string)                 {}
+func (nopObserver) Verified(string, string)                        {}
+func (nopObserver) Settled(string, string, float64, time.Duration) {}
+func (nopObserver) SettleFailed(string, string, string)            {}

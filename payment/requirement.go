@@ -24,7 +24,7 @@ type Requirement struct {
 	Operation    string // the paid operation's name, for the metrics; not on the wire
 
 	discovery *discovery // the route's discovery fields, for challenges
-	tool      bool       // asked of an MCP tool call, not a REST GET
+	transport string     // TransportREST or TransportMCP
 }
 
 // Domain returns the EIP-712 domain payments for r are signed in.

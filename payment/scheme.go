@@ -136,7 +136,7 @@ func (r *Response) ContentType() string { return r.header.Get("Content-Type") }
 func (x *Exchange) Resource() string { return x.resource }
 
 // Verified tells the funnel the payment verified and the handler runs.
-func (x *Exchange) Verified() { x.g.obs.Verified(x.Requirement.Operation) }
+func (x *Exchange) Verified() { x.g.obs.Verified(x.Requirement.Operation, x.Requirement.transport) }
 
 // Run runs the handler, holding its answer.
 func (x *Exchange) Run() *Response { return x.run() }
@@ -151,9 +151,9 @@ func (x *Exchange) WriteFailure(r *Response) { x.reply.failure(r) }
 func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV2, settlement *SettleResponse) {
 	req := x.Requirement
 	if settlement != nil {
-		x.g.obs.SettleFailed(req.Operation, reason)
+		x.g.obs.SettleFailed(req.Operation, req.transport, reason)
 	} else {
-		x.g.obs.Refused(req.Operation, reason)
+		x.g.obs.Refused(req.Operation, req.transport, reason)
 	}
 	why := &VerifyError{Reason: reason, Message: message, Payer: payer}
 	v1, v2 := x.g.challengeObjects(req, why)
@@ -170,14 +170,14 @@ func (x *Exchange) Challenge(reason, message, payer string, entry *RequirementsV
 // Refuse answers with an error and status (a malformed payload, an
 // unavailable store or facilitator): nothing was charged.
 func (x *Exchange) Refuse(status int, code, message string) {
-	x.g.obs.Refused(x.Requirement.Operation, code)
+	x.g.obs.Refused(x.Requirement.Operation, x.Requirement.transport, code)
 	x.reply.refused(status, code, message)
 }
 
 // Fail answers a verified payment whose settlement failed or is not
 // established with an error and status.
 func (x *Exchange) Fail(status int, code, message string) {
-	x.g.obs.SettleFailed(x.Requirement.Operation, code)
+	x.g.obs.SettleFailed(x.Requirement.Operation, x.Requirement.transport, code)
 	x.reply.refused(status, code, message)
 }
 
@@ -185,7 +185,7 @@ func (x *Exchange) Fail(status int, code, message string) {
 // of amount (atomic units) settled, took after the handler (0: settled
 // earlier).
 func (x *Exchange) Deliver(r *Response, s SettleResponse, amount *big.Int, took time.Duration) {
-	x.g.obs.Settled(x.Requirement.Operation, x.g.usd(amount), took)
+	x.g.obs.Settled(x.Requirement.Operation, x.Requirement.transport, x.g.usd(amount), took)
 	s.Success = true
 	x.reply.paid(r, s)
 }

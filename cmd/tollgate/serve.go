@@ -35,8 +35,8 @@ import (
 	"github.com/tollgate/tollgate/admin"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/gateway"
-	"github.com/tollgate/tollgate/mcpserver"
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/mcpserver"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
 	"github.com/tollgate/tollgate/payment/exact"
@@ -245,7 +245,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	// Every series the dashboard and the alerts read exists from the
 	// start, at zero where nothing happened yet.
 	ops, reasons := gate.Outcomes()
-	metrics.ExpectPayments(ops, reasons.Refused, reasons.Failed)
+	metrics.ExpectPayments(ops, payment.Transports(), reasons.Refused, reasons.Failed)
 	metrics.ExpectRoutes(gateway.Routes(cat), gateway.Statuses())
 	rc := exact.DefaultReconcilerConfig()
 	rc.PayTo = pay.gateConfig.PayTo

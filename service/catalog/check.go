@@ -181,7 +181,7 @@ func (p *Param) argumentText(raw json.RawMessage) (string, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	var n json.Number
-	if err := d.Decode(&n); err != nil || !integerText.MatchString(n.String()) {
+	if err := d.Decode(&n); err != nil || raw[0] == '"' || !integerText.MatchString(n.String()) {
 		return "", &ParamError{Param: p.Name, Problem: "must be a JSON integer, got " + string(raw), Accepted: p.Accepted()}
 	}
 	return n.String(), nil

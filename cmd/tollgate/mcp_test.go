@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tollgate/tollgate/devnet"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/payment/batch"
+	"github.com/tollgate/tollgate/payment/exact"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// TestMCPTools: the paid operations as MCP tools at /mcp, paid with x402
+// over MCP by the go-sdk client and the repository's payer, on a devnet
+// server: the nine tools and their schemas; bad arguments refused before
+// any payment; the requirement of an unpaid call (also in _meta for
+// Cloudflare's client); exact and batch-settlement paid calls whose
+// record is the REST record and whose money moved on chain; a failed tool
+// never charged; a payment spent on one transport buys nothing on the
+// other; the funnel counted per transport.
+func TestMCPTools(t *testing.T) {
+	t.Parallel()
+	s, err := serveFor(t, []string{"--data-dir", t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	session := mcpSession(t, s.base+"/mcp")
+	key, _ := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
+	payer := crypto.PubkeyToAddress(key.PublicKey)
+	p := &payment.Payer{Version: 2, Schemes: []payment.SchemeClient{exact.Payer{Key: key}}}
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("tools", func(t *testing.T) {
+		res, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*mcp.Tool{}
+		for _, tl := range res.Tools {
+			byName[tl.Name] = tl
+		}
+		paid := cat.Paid()
+		if len(res.Tools) != len(paid) || len(paid) != 9 {
+			t.Fatalf("%d tools for %d paid operations", len(res.Tools), len(paid))
+		}
+		for _, op := range paid {
+			tl := byName[op.Name]
+			if tl == nil {
+				t.Fatalf("no tool %s", op.Name)
+			}
+			in, _ := json.Marshal(tl.InputSchema)
+			out, _ := json.Marshal(tl.OutputSchema)
+			if !strings.Contains(tl.Description, op.PriceUSD+" USD") || !bytes.Contains(out, []byte(`"anyOf"`)) || !bytes.Contains(out, []byte(`"x402Version"`)) {
+				t.Errorf("%s: description %q, outputSchema %s", op.Name, tl.Description, out)
+			}
+			for _, prm := range op.Params {
+				if !bytes.Contains(in, []byte(`"`+prm.Name+`"`)) {
+					t.Errorf("%s: inputSchema %s lacks %s", op.Name, in, prm.Name)
+				}
+			}
+		}
+		var fc struct {
+			Properties map[string]map[string]any
+			Required   []string
+		}
+		b, _ := json.Marshal(byName["forecast"].InputSchema)
+		_ = json.Unmarshal(b, &fc)
+		if pl := fc.Properties["pred_len"]; pl["type"] != "integer" || pl["minimum"] != 1.0 || pl["maximum"] != 48.0 || pl["default"] != 24.0 || len(fc.Required) != 0 {
+			t.Errorf("forecast inputSchema %s", b)
+		}
+		b, _ = json.Marshal(byName["rugcheck"].InputSchema)
+		if !bytes.Contains(b, []byte(`"required":["addr"]`)) || !bytes.Contains(b, []byte(`"pattern":"^0x[0-9a-fA-F]{40}$"`)) {
+			t.Errorf("rugcheck inputSchema %s", b)
+		}
+	})
+
+	t.Run("bad arguments cost nothing", func(t *testing.T) {
+		for _, tt := range []struct {
+			tool string
+			args map[string]any
+			want string
+		}{
+			{"forecast", map[string]any{"product": "XYZ"}, `unsupported value \"XYZ\"`},
+			{"forecast", map[string]any{"pred_len": "24"}, `must be a JSON integer`},
+			{"forecast", map[string]any{"pred_len": 2.5}, `must be a JSON integer`},
+			{"rugcheck", map[string]any{}, `\"addr\" is required`},
+			{"rugcheck", map[string]any{"addr": "0x12"}, `does not match`},
+			{"regime", map[string]any{"product": "ETH-USD"}, `takes no arguments`},
+			{"candles", map[string]any{"granularity": 61}, `unsupported value 61`},
+		} {
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args,
+				Meta: mcp.Meta{payment.MetaPayment: map[string]any{"x402Version": 2}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.IsError || r.StructuredContent != nil || r.Meta[payment.MetaError] != nil || !strings.Contains(text(r), tt.want) || !strings.Contains(text(r), `"status":400`) {
+				t.Errorf("%s %v: %+v %s, want an invalid_argument error saying %s", tt.tool, tt.args, r, text(r), tt.want)
+			}
+		}
+	})
+
+	var required payment.RequiredV2
+	t.Run("unpaid", func(t *testing.T) {
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := json.Marshal(r.StructuredContent)
+		meta, _ := json.Marshal(r.Meta[payment.MetaError])
+		if !r.IsError || !sameRecord(t, []byte(text(r)), sc) || !bytes.Equal(meta, sc) {
+			t.Fatalf("unpaid regime: %+v", r)
+		}
+		if err := json.Unmarshal(sc, &required); err != nil {
+			t.Fatal(err)
+		}
+		bazaar, _ := json.Marshal(required.Extensions["bazaar"])
+		if required.X402Version != 2 || required.Resource.URL != "mcp://tool/regime" || len(required.Accepts) != 2 ||
+			required.Accepts[0].Scheme != exact.Scheme || required.Accepts[1].Scheme != batch.Scheme ||
+			!bytes.Contains(bazaar, []byte(`"type":"mcp"`)) || !bytes.Contains(bazaar, []byte(`"toolName":"regime"`)) || !bytes.Contains(bazaar, []byte(`"transport":"streamable-http"`)) {
+			t.Fatalf("requirement %s", sc)
+		}
+	})
+
+	client, err := ethclient.Dial(s.devnetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	w := &escrowWatch{t: t, ctx: ctx, c: client, token: common.HexToAddress(required.Accepts[0].Asset)}
+	price, _ := new(big.Int).SetString(required.Accepts[0].Amount, 10)
+
+	t.Run("exact: the REST record, paid on chain", func(t *testing.T) {
+		before := w.balance(payer)
+		res, err := p.CallTool(ctx, session, "regime", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Result.IsError || res.Settlement == nil || !res.Settlement.Success || res.Settlement.Network != "eip155:8453" || res.Settlement.Payer != payer.Hex() {
+			t.Fatalf("paid regime: %+v %s", res.Settlement, text(res.Result))
+		}
+		rcpt, err := client.TransactionReceipt(ctx, common.HexToHash(res.Settlement.Transaction))
+		if err != nil || rcpt.Status != 1 {
+			t.Fatalf("settlement %s: %v %v", res.Settlement.Transaction, rcpt, err)
+		}
+		if got := new(big.Int).Sub(before, w.balance(payer)); got.Cmp(price) != 0 {
+			t.Errorf("the payer paid %s, want %s", got, price)
+		}
+		rest, err := p.Get(ctx, s.base+"/regime")
+		if err != nil || rest.Status != http.StatusOK {
+			t.Fatalf("REST regime: %v %+v", err, rest)
+		}
+		sc, _ := json.Marshal(res.Result.StructuredContent)
+		if !sameRecord(t, []byte(text(res.Result)), sc) || !sameRecord(t, sc, rest.Body, "asOf") {
+			t.Errorf("MCP record %s\ncontent %s\nREST record %s", sc, text(res.Result), rest.Body)
+		}
+	})
+
+	t.Run("cloudflare's form: base64 in _meta", func(t *testing.T) {
+		o, err := p.ToolOffer(ctx, session, "token", map[string]any{"addr": required.Accepts[0].Asset}, exact.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := exact.Payer{Key: key}.Pay(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "token", Arguments: map[string]any{"addr": required.Accepts[0].Asset},
+			Meta: mcp.Meta{payment.MetaPayment: signed.Value}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IsError || r.Meta[payment.MetaPaymentResponse] == nil {
+			t.Fatalf("token paid in base64: %s %v", text(r), r.Meta)
+		}
+	})
+
+	t.Run("a failed tool is not charged", func(t *testing.T) {
+		before := w.balance(payer)
+		res, err := p.CallTool(ctx, session, "rugcheck", map[string]any{"addr": "0x0000000000000000000000000000000000000001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Result.IsError || res.Settlement != nil || res.Required != nil || !strings.Contains(text(res.Result), "failed_precondition") {
+			t.Fatalf("rugcheck of no contract: %+v %s", res.Settlement, text(res.Result))
+		}
+		if after := w.balance(payer); after.Cmp(before) != 0 {
+			t.Errorf("the payer's balance went from %s to %s", before, after)
+		}
+	})
+
+	t.Run("one payment, one transport", func(t *testing.T) {
+		// REST first: a paid GET, then its payment over MCP, as it is and
+		// without its resource (which the ledger's record still refuses).
+		signed, err := p.Sign(ctx, s.base+"/regime")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := p.Send(ctx, s.base+"/regime", signed); err != nil || res.Status != http.StatusOK {
+			t.Fatalf("REST: %v %+v", err, res)
+		}
+		before := w.balance(payer)
+		for _, payload := range []json.RawMessage{decoded(t, signed.Value), decoded(t, withoutResource(t, signed.Value))} {
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: payload}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.IsError || r.Meta[payment.MetaPaymentResponse] != nil && !strings.Contains(text(r), "error") {
+				t.Errorf("a REST payment bought an MCP call: %s", text(r))
+			}
+		}
+		// MCP first: a paid tool call, then its payment over REST.
+		o, err := p.ToolOffer(ctx, session, "regime", nil, exact.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err = exact.Payer{Key: key}.Pay(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: decoded(t, signed.Value)}})
+		if err != nil || r.IsError {
+			t.Fatalf("MCP: %v %s", err, text(r))
+		}
+		for _, value := range []string{signed.Value, withoutResource(t, signed.Value)} {
+			res, err := p.Send(ctx, s.base+"/regime", payment.SignedPayment{Header: payment.HeaderPaymentV2, Value: value})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status == http.StatusOK {
+				t.Errorf("an MCP payment bought a REST call: %s", res.Body)
+			}
+		}
+		if spent := new(big.Int).Sub(before, w.balance(payer)); spent.Cmp(price) != 0 {
+			t.Errorf("the payer paid %s for one MCP call and three refused replays, want %s", spent, price)
+		}
+	})
+
+	t.Run("batch-settlement: a channel for many calls", func(t *testing.T) {
+		o, err := p.ToolOffer(ctx, session, "regime", nil, batch.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := batchSession(key, o, t.TempDir(), big.NewInt(1_000_000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp := &payment.Payer{Version: 2, Schemes: []payment.SchemeClient{sess}}
+		for i := 1; i <= 4; i++ {
+			res, err := bp.CallTool(ctx, session, "regime", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Result.IsError || res.Settlement == nil || !res.Settlement.Success {
+				t.Fatalf("call %d: %s %+v", i, text(res.Result), res.Settlement)
+			}
+		}
+		if want := new(big.Int).Mul(price, big.NewInt(4)); sess.Charged.Cmp(want) != 0 {
+			t.Errorf("charged %s over 4 calls, want %s", sess.Charged, want)
+		}
+	})
+
+	t.Run("funnel by transport", func(t *testing.T) {
+		fams := scrape(t, s.admin)
+		for _, tt := range []struct {
+			name, op, transport string
+			atLeast             float64
+		}{
+			{"tollgate_payment_settled_total", "regime", "mcp", 6},
+			{"tollgate_payment_settled_total", "regime", "rest", 2},
+			{"tollgate_payment_challenges_total", "forecast", "mcp", 0},
+		} {
+			v, ok := sample(fams[tt.name].GetMetric(), "operation", tt.op, "transport", tt.transport)
+			if !ok || v < tt.atLeast || tt.atLeast == 0 && v != 0 {
+				t.Errorf("%s{operation=%q,transport=%q} = %v (%v), want %v", tt.name, tt.op, tt.transport, v, ok, tt.atLeast)
+			}
+		}
+	})
+}
+
+// mcpSession connects an MCP client to endpoint for the test.
+func mcpSession(t testing.TB, endpoint string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "tollgate-test", Version: "v0"}, nil)
+	session, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+// text is a result's first text content.
+func text(r *mcp.CallToolResult) string {
+	if r == nil || len(r.Content) == 0 {
+		return ""
+	}
+	if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// sameRecord reports whether two JSON records are equal but for the keys
+// ignored (a time stamp).
+func sameRecord(t *testing.T, a, b []byte, ignore ...string) bool {
+	t.Helper()
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, k := range ignore {
+		delete(x, k)
+		delete(y, k)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
+
+func decoded(t *testing.T, value string) json.RawMessage {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
