@@ -57,7 +57,7 @@ func newStackWith(t testing.TB, analytics tollgatev1.AnalyticsServiceServer, tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: publicURL, Version: "test", Sources: sources}, cat, nil)
+	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: publicURL, Version: "test", Sources: sources, MCPPath: "/mcp"}, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

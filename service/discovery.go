@@ -29,6 +29,7 @@ const (
 	description = "Pay-per-call data about tokens and wallets on Base (eip155:8453) and about ETH/BTC markets, paid per call with x402 in USDC on Base. No signup, no API key."
 	network     = "eip155:8453"
 	disclaimer  = "Data and model output for information only; not financial advice. No accuracy or performance is implied."
+	mcpHowTo    = "A tool call without payment returns a result with isError whose structuredContent (and content[0].text) is the x402 v2 PaymentRequired, resource mcp://tool/<name>; pay one of its accepts (exact or batch-settlement) and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; the result carries the settlement in _meta[\"x402/payment-response\"] (x402 specs/transports-v2/mcp.md). Bad arguments are refused before any payment."
 	payHowTo    = "Call a paid URL without payment to receive 402 with the payment requirements (x402 v1 JSON body and v2 PAYMENT-REQUIRED header). Sign an EIP-3009 TransferWithAuthorization of USDC on eip155:8453 for the price and retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). Bad parameters are refused with 400 before any payment. Free samples of every response are at /demo/{op}."
 )
 
@@ -48,6 +49,8 @@ type DiscoveryConfig struct {
 	Terms *PaymentTerms
 	// DevnetContracts are the devnet's scenario contracts (devnet only).
 	DevnetContracts []DevnetContract
+	// MCPPath is the path of the MCP endpoint on the public listener.
+	MCPPath string
 }
 
 // DevnetContract is a scenario contract shown in the project facts.
@@ -100,6 +103,9 @@ func (c DiscoveryConfig) Validate() error {
 	if c.Version == "" {
 		errs = append(errs, errors.New("version is empty"))
 	}
+	if !strings.HasPrefix(c.MCPPath, "/") {
+		errs = append(errs, fmt.Errorf("MCP path %q is not a path", c.MCPPath))
+	}
 	return errors.Join(errs...)
 }
 
@@ -109,6 +115,7 @@ type Discovery struct {
 
 	cfg        DiscoveryConfig
 	base       string // PublicURL without a trailing slash
+	mcp        string // the MCP endpoint's absolute URL
 	cat        *catalog.Catalog
 	apiVersion string
 	openapi    []byte
@@ -126,6 +133,7 @@ func NewDiscovery(cfg DiscoveryConfig, cat *catalog.Catalog, counters Counters) 
 		return nil, fmt.Errorf("discovery config: %w", err)
 	}
 	d := &Discovery{cfg: cfg, base: strings.TrimSuffix(cfg.PublicURL, "/"), cat: cat, counters: counters}
+	d.mcp = d.base + cfg.MCPPath
 	doc, version, err := servedOpenAPI(openapi.Document(), d.base)
 	if err != nil {
 		return nil, err
@@ -155,6 +163,7 @@ func (d *Discovery) GetIndex(context.Context, *tollgatev1.GetIndexRequest) (*tol
 		Llms:        d.base + "/llms.txt",
 		X402:        d.base + "/.well-known/x402",
 		Health:      d.base + "/health",
+		Mcp:         d.mcp,
 	}, nil
 }
 
@@ -282,6 +291,7 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 		Currency:    "USD",
 		Disclaimer:  disclaimer,
 		Mode:        d.cfg.Mode,
+		Mcp:         d.mcp,
 	}
 	if t := d.cfg.Terms; t != nil {
 		p.Terms = &tollgatev1.PaymentTerms{
@@ -315,6 +325,7 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 			PriceUsd: op.PriceUSD,
 			Summary:  op.Summary,
 			Demo:     d.base + "/demo/" + op.Name,
+			Tool:     op.Name,
 		}
 		for _, prm := range op.Params {
 			po.Parameters = append(po.Parameters, parameter(prm))
@@ -352,9 +363,10 @@ func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse,
 	}
 	x := &tollgatev1.GetX402DiscoveryResponse{
 		Version:      1,
-		Instructions: payHowTo,
+		Instructions: payHowTo + " MCP: " + mcpHowTo,
 		Openapi:      d.base + "/openapi.json",
 		Llms:         d.base + "/llms.txt",
+		Mcp:          d.mcp,
 	}
 	for _, op := range d.cat.Paid() {
 		input, output, err := describe(api, op)
@@ -369,6 +381,14 @@ func (d *Discovery) buildX402(doc []byte) (*tollgatev1.GetX402DiscoveryResponse,
 		if err != nil {
 			return nil, err
 		}
+		tool, err := structpb.NewStruct(describeTool(input, op))
+		if err != nil {
+			return nil, err
+		}
+		x.Tools = append(x.Tools, &tollgatev1.X402Resource{
+			Resource: "mcp://tool/" + op.Name, PriceUsd: op.PriceUSD, Network: network, MimeType: "application/json",
+			Description: op.Summary, Input: tool, Output: out,
+		})
 		x.Resources = append(x.Resources, d.base+op.Path())
 		x.Items = append(x.Items, &tollgatev1.X402Resource{
 			Resource:      d.base + op.Path(),
@@ -421,6 +441,27 @@ func describe(api *catalog.OpenAPI, op *catalog.Operation) (input, output map[st
 	return input, map[string]any{"type": "json", "schema": response}, nil
 }
 
+// describeTool returns the input of op as an MCP tool, from its HTTP
+// input (describe's): every parameter, path or query, a property of one
+// object, the path's required.
+func describeTool(httpInput map[string]any, op *catalog.Operation) map[string]any {
+	props, required := map[string]any{}, []any{}
+	for _, in := range []string{"pathParams", "queryParams"} {
+		m, _ := httpInput[in].(map[string]any)
+		ps, _ := m["properties"].(map[string]any)
+		for name, p := range ps {
+			props[name] = p
+		}
+		req, _ := m["required"].([]any)
+		required = append(required, req...)
+	}
+	schema := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	return map[string]any{"type": "mcp", "toolName": op.Name, "description": op.Summary, "transport": "streamable-http", "inputSchema": schema}
+}
+
 // routeTemplate writes op's path the way the bazaar extension does,
 // "/rugcheck/:addr"; "" when it has no path parameter.
 func routeTemplate(op *catalog.Operation) string {
@@ -453,7 +494,10 @@ func (d *Discovery) buildLLMs() []byte {
 		}
 		fmt.Fprintf(&b, " Sample: %s/demo/%s\n", d.base, op.Name)
 	}
-	b.WriteString("\n## How to pay\n\n" + payHowTo + "\n\n## Free endpoints\n\n")
+	b.WriteString("\n## How to pay\n\n" + payHowTo + "\n\n")
+	fmt.Fprintf(&b, "## MCP (for agents)\n\n%s is an MCP server (Streamable HTTP, POST, stateless): every paid endpoint above is the tool of its name (%s), with the same parameters as its arguments, the same price and the same JSON record as structuredContent. %s\n\n",
+		d.mcp, strings.Join(toolNames(d.cat), ", "), mcpHowTo)
+	b.WriteString("## Free endpoints\n\n")
 	for _, op := range d.cat.Operations() {
 		if op.Paid() {
 			continue
@@ -464,6 +508,15 @@ func (d *Discovery) buildLLMs() []byte {
 	}
 	fmt.Fprintf(&b, "\n## Notes\n\n- %s\n- Every paid response carries asOf, the RFC 3339 UTC time it was computed.\n- Errors other than 402 share one JSON body: {\"error\", \"message\", \"status\", \"param\", \"accepted\"}.\n", disclaimer)
 	return []byte(b.String())
+}
+
+// toolNames are the MCP tools' names, one per paid operation.
+func toolNames(cat *catalog.Catalog) []string {
+	var out []string
+	for _, op := range cat.Paid() {
+		out = append(out, op.Name)
+	}
+	return out
 }
 
 // paramText describes a parameter in one phrase for llms.txt.

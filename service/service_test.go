@@ -113,7 +113,7 @@ func TestConfigValidate(t *testing.T) {
 		"http://localhost:8402": true, "https://api.example.com/x402/": true,
 		"": false, "localhost:8402": false, "ftp://x": false, "https://": false, "https://x?y=1": false,
 	} {
-		err := DiscoveryConfig{PublicURL: url, Version: "v"}.Validate()
+		err := DiscoveryConfig{PublicURL: url, Version: "v", MCPPath: "/mcp"}.Validate()
 		if (err == nil) != ok {
 			t.Errorf("Validate(%q) = %v", url, err)
 		}
@@ -129,7 +129,7 @@ func newDiscovery(t *testing.T, base string) *Discovery {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDiscovery(DiscoveryConfig{PublicURL: base, Version: "v1.2.3"}, cat, nil)
+	d, err := NewDiscovery(DiscoveryConfig{PublicURL: base, Version: "v1.2.3", MCPPath: "/mcp"}, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func (f fixedCounters) Unresolved(context.Context) (int, time.Time, error) {
 func TestMetricsConversion(t *testing.T) {
 	t.Parallel()
 	cat, _ := catalog.Load()
-	d, err := NewDiscovery(DiscoveryConfig{PublicURL: "https://api.example.com", Version: "v1"}, cat, fixedCounters{
+	d, err := NewDiscovery(DiscoveryConfig{PublicURL: "https://api.example.com", Version: "v1", MCPPath: "/mcp"}, cat, fixedCounters{
 		ops: map[string]OpCounters{
 			"regime":  {Challenges: 0, Paid: 7, RevenueUSD: "0.35"}, // paid without ever asking for a 402
 			"candles": {Challenges: 3, Paid: 1, RevenueUSD: "0.02"},

@@ -90,6 +90,62 @@ func TestMCPTools(t *testing.T) {
 		}
 	})
 
+	t.Run("discovery", func(t *testing.T) {
+		get := func(path string) []byte {
+			t.Helper()
+			resp, err := http.Get(s.base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			return b.Bytes()
+		}
+		for _, path := range []string{"/", "/tollgate", "/llms.txt", "/.well-known/x402"} {
+			if !bytes.Contains(get(path), []byte(s.base+"/mcp")) {
+				t.Errorf("%s does not point at %s/mcp", path, s.base)
+			}
+		}
+		var wk struct {
+			Tools []struct {
+				Resource string
+				PriceUsd string
+				Input    map[string]any
+			}
+		}
+		if err := json.Unmarshal(get("/.well-known/x402"), &wk); err != nil || len(wk.Tools) != 9 {
+			t.Fatalf("/.well-known/x402 tools: %v %+v", err, wk)
+		}
+		listed, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range wk.Tools {
+			name, _ := item.Input["toolName"].(string)
+			var tl *mcp.Tool
+			for _, x := range listed.Tools {
+				if x.Name == name {
+					tl = x
+				}
+			}
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: exampleArgs(tl)})
+			if tl == nil || err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var req payment.RequiredV2
+			b, _ := json.Marshal(r.StructuredContent)
+			_ = json.Unmarshal(b, &req)
+			bazaar, _ := json.Marshal(req.Extensions["bazaar"].(map[string]any)["info"].(map[string]any)["input"].(map[string]any)["inputSchema"])
+			listedSchema, _ := json.Marshal(tl.InputSchema)
+			known, _ := json.Marshal(item.Input["inputSchema"])
+			if item.Resource != "mcp://tool/"+name || item.Input["type"] != "mcp" || item.Input["transport"] != "streamable-http" ||
+				!sameRecord(t, known, listedSchema) || !sameRecord(t, known, bazaar) {
+				t.Errorf("%s: /.well-known/x402 has %s %v\ntools/list has %s\nthe requirement's bazaar has %s", name, item.Resource, item.Input, listedSchema, bazaar)
+			}
+		}
+	})
+
 	t.Run("bad arguments cost nothing", func(t *testing.T) {
 		for _, tt := range []struct {
 			tool string
@@ -283,10 +339,10 @@ func TestMCPTools(t *testing.T) {
 		}{
 			{"tollgate_payment_settled_total", "regime", "mcp", 6},
 			{"tollgate_payment_settled_total", "regime", "rest", 2},
-			{"tollgate_payment_challenges_total", "forecast", "mcp", 0},
+			{"tollgate_payment_challenges_total", "forecast", "mcp", 1}, // discovery's; the bad arguments' none
 		} {
 			v, ok := sample(fams[tt.name].GetMetric(), "operation", tt.op, "transport", tt.transport)
-			if !ok || v < tt.atLeast || tt.atLeast == 0 && v != 0 {
+			if !ok || v < tt.atLeast || tt.name == "tollgate_payment_challenges_total" && v != tt.atLeast {
 				t.Errorf("%s{operation=%q,transport=%q} = %v (%v), want %v", tt.name, tt.op, tt.transport, v, ok, tt.atLeast)
 			}
 		}
@@ -340,4 +396,19 @@ func decoded(t *testing.T, value string) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// exampleArgs are arguments tl accepts: each required parameter's first
+// acceptable value (a devnet token for an address).
+func exampleArgs(tl *mcp.Tool) map[string]any {
+	var schema struct {
+		Required []string
+	}
+	b, _ := json.Marshal(tl.InputSchema)
+	_ = json.Unmarshal(b, &schema)
+	args := map[string]any{}
+	for _, name := range schema.Required {
+		args[name] = "0x00f59693Ab3a491356FDB4Facb4B04D811135E22" // addr is the only required parameter
+	}
+	return args
 }

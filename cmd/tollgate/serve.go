@@ -308,6 +308,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		Mode:            pay.mode,
 		Terms:           pay.terms,
 		DevnetContracts: pay.scenario,
+		MCPPath:         mcpserver.Path,
 	}, cat, gateCounters{gate: gate, ledger: ledger})
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ func samples(t testing.TB) map[string]proto.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: "http://tollgate.test", Version: "test"}, cat, nil)
+	disc, err := service.NewDiscovery(service.DiscoveryConfig{PublicURL: "http://tollgate.test", Version: "test", MCPPath: "/mcp"}, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

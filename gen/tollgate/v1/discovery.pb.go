@@ -67,11 +67,14 @@ type GetIndexResponse struct {
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// Absolute URLs.
-	Openapi       string `protobuf:"bytes,3,opt,name=openapi,proto3" json:"openapi,omitempty"`
-	Catalog       string `protobuf:"bytes,4,opt,name=catalog,proto3" json:"catalog,omitempty"`
-	Llms          string `protobuf:"bytes,5,opt,name=llms,proto3" json:"llms,omitempty"`
-	X402          string `protobuf:"bytes,6,opt,name=x402,proto3" json:"x402,omitempty"`
-	Health        string `protobuf:"bytes,7,opt,name=health,proto3" json:"health,omitempty"`
+	Openapi string `protobuf:"bytes,3,opt,name=openapi,proto3" json:"openapi,omitempty"`
+	Catalog string `protobuf:"bytes,4,opt,name=catalog,proto3" json:"catalog,omitempty"`
+	Llms    string `protobuf:"bytes,5,opt,name=llms,proto3" json:"llms,omitempty"`
+	X402    string `protobuf:"bytes,6,opt,name=x402,proto3" json:"x402,omitempty"`
+	Health  string `protobuf:"bytes,7,opt,name=health,proto3" json:"health,omitempty"`
+	// The MCP endpoint (Streamable HTTP): every paid operation as a tool,
+	// paid with x402 over MCP.
+	Mcp           string `protobuf:"bytes,8,opt,name=mcp,proto3" json:"mcp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -151,6 +154,13 @@ func (x *GetIndexResponse) GetX402() string {
 func (x *GetIndexResponse) GetHealth() string {
 	if x != nil {
 		return x.Health
+	}
+	return ""
+}
+
+func (x *GetIndexResponse) GetMcp() string {
+	if x != nil {
+		return x.Mcp
 	}
 	return ""
 }
@@ -332,8 +342,12 @@ type GetProjectResponse struct {
 	// Devnet only: the scenario contracts to try /rugcheck and /token on,
 	// with the verdict docs/rules.md predicts. Empty in production.
 	DevnetContracts []*DevnetContract `protobuf:"bytes,14,rep,name=devnet_contracts,json=devnetContracts,proto3" json:"devnet_contracts,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Absolute URL of the MCP endpoint (Streamable HTTP, POST): each paid
+	// operation is the tool of its name, at the same price, paid with x402
+	// over MCP.
+	Mcp           string `protobuf:"bytes,15,opt,name=mcp,proto3" json:"mcp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetProjectResponse) Reset() {
@@ -462,6 +476,13 @@ func (x *GetProjectResponse) GetDevnetContracts() []*DevnetContract {
 		return x.DevnetContracts
 	}
 	return nil
+}
+
+func (x *GetProjectResponse) GetMcp() string {
+	if x != nil {
+		return x.Mcp
+	}
+	return ""
 }
 
 // A contract of the devnet's scenario.
@@ -747,8 +768,10 @@ type PaidOperation struct {
 	PriceUsd string `protobuf:"bytes,5,opt,name=price_usd,json=priceUsd,proto3" json:"price_usd,omitempty"`
 	Summary  string `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
 	// Absolute URL of the demo sample.
-	Demo          string       `protobuf:"bytes,7,opt,name=demo,proto3" json:"demo,omitempty"`
-	Parameters    []*Parameter `protobuf:"bytes,8,rep,name=parameters,proto3" json:"parameters,omitempty"`
+	Demo       string       `protobuf:"bytes,7,opt,name=demo,proto3" json:"demo,omitempty"`
+	Parameters []*Parameter `protobuf:"bytes,8,rep,name=parameters,proto3" json:"parameters,omitempty"`
+	// Name of the MCP tool that runs the operation (at the MCP endpoint).
+	Tool          string `protobuf:"bytes,9,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -837,6 +860,13 @@ func (x *PaidOperation) GetParameters() []*Parameter {
 		return x.Parameters
 	}
 	return nil
+}
+
+func (x *PaidOperation) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
 }
 
 // A parameter of a paid operation.
@@ -1494,8 +1524,17 @@ type GetX402DiscoveryResponse struct {
 	// How to pay, for humans and agents.
 	Instructions string `protobuf:"bytes,4,opt,name=instructions,proto3" json:"instructions,omitempty"`
 	// Absolute URLs of the OpenAPI document and llms.txt.
-	Openapi       string `protobuf:"bytes,5,opt,name=openapi,proto3" json:"openapi,omitempty"`
-	Llms          string `protobuf:"bytes,6,opt,name=llms,proto3" json:"llms,omitempty"`
+	Openapi string `protobuf:"bytes,5,opt,name=openapi,proto3" json:"openapi,omitempty"`
+	Llms    string `protobuf:"bytes,6,opt,name=llms,proto3" json:"llms,omitempty"`
+	// Absolute URL of the MCP endpoint (Streamable HTTP).
+	Mcp string `protobuf:"bytes,7,opt,name=mcp,proto3" json:"mcp,omitempty"`
+	// The paid operations as MCP tools: resource "mcp://tool/<name>",
+	// method and route_template empty, input {"type": "mcp", "toolName":
+	// name, "description", "transport": "streamable-http", "inputSchema":
+	// S}, S the JSON Schema of the tool's arguments (every parameter of the
+	// operation as a property); the same as the input the bazaar extension
+	// of the tool's PaymentRequired declares.
+	Tools         []*X402Resource `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1570,6 +1609,20 @@ func (x *GetX402DiscoveryResponse) GetLlms() string {
 		return x.Llms
 	}
 	return ""
+}
+
+func (x *GetX402DiscoveryResponse) GetMcp() string {
+	if x != nil {
+		return x.Mcp
+	}
+	return ""
+}
+
+func (x *GetX402DiscoveryResponse) GetTools() []*X402Resource {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // A paid resource.
@@ -2285,7 +2338,7 @@ var File_tollgate_v1_discovery_proto protoreflect.FileDescriptor
 const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\n" +
 	"\x1btollgate/v1/discovery.proto\x12\vtollgate.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x1btollgate/v1/analytics.proto\x1a\x19tollgate/v1/options.proto\"\x11\n" +
-	"\x0fGetIndexRequest\"\xbc\x01\n" +
+	"\x0fGetIndexRequest\"\xce\x01\n" +
 	"\x10GetIndexResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x18\n" +
@@ -2293,7 +2346,8 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\acatalog\x18\x04 \x01(\tR\acatalog\x12\x12\n" +
 	"\x04llms\x18\x05 \x01(\tR\x04llms\x12\x12\n" +
 	"\x04x402\x18\x06 \x01(\tR\x04x402\x12\x16\n" +
-	"\x06health\x18\a \x01(\tR\x06health\"\x12\n" +
+	"\x06health\x18\a \x01(\tR\x06health\x12\x10\n" +
+	"\x03mcp\x18\b \x01(\tR\x03mcp\"\x12\n" +
 	"\x10GetHealthRequest\"\x82\x01\n" +
 	"\x11GetHealthResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
@@ -2301,7 +2355,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\brevision\x18\x03 \x01(\tR\brevision\x12\x1f\n" +
 	"\vcommit_time\x18\x04 \x01(\tR\n" +
 	"commitTime\"\x13\n" +
-	"\x11GetProjectRequest\"\x9e\x04\n" +
+	"\x11GetProjectRequest\"\xb0\x04\n" +
 	"\x12GetProjectResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
@@ -2320,7 +2374,8 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\asources\x18\v \x03(\v2\x17.tollgate.v1.DataSourceR\asources\x12\x12\n" +
 	"\x04mode\x18\f \x01(\tR\x04mode\x127\n" +
 	"\x05terms\x18\r \x01(\v2\x19.tollgate.v1.PaymentTermsB\x06\x9a\xb5\x18\x02H\x01R\x05terms\x12F\n" +
-	"\x10devnet_contracts\x18\x0e \x03(\v2\x1b.tollgate.v1.DevnetContractR\x0fdevnetContracts\"j\n" +
+	"\x10devnet_contracts\x18\x0e \x03(\v2\x1b.tollgate.v1.DevnetContractR\x0fdevnetContracts\x12\x10\n" +
+	"\x03mcp\x18\x0f \x01(\tR\x03mcp\"j\n" +
 	"\x0eDevnetContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x16\n" +
@@ -2345,7 +2400,7 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
 	"\tsynthetic\x18\x03 \x01(\bR\tsynthetic\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xe4\x01\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf8\x01\n" +
 	"\rPaidOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
@@ -2356,7 +2411,8 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x04demo\x18\a \x01(\tR\x04demo\x126\n" +
 	"\n" +
 	"parameters\x18\b \x03(\v2\x16.tollgate.v1.ParameterR\n" +
-	"parameters\"\xd0\x02\n" +
+	"parameters\x12\x12\n" +
+	"\x04tool\x18\t \x01(\tR\x04tool\"\xd0\x02\n" +
 	"\tParameter\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02in\x18\x02 \x01(\tR\x02in\x12\x1a\n" +
@@ -2404,14 +2460,16 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x05lanes\x18\b \x01(\v2\x1d.tollgate.v1.GetLanesResponseH\x00R\x05lanes\x12>\n" +
 	"\bforecast\x18\t \x01(\v2 .tollgate.v1.GetForecastResponseH\x00R\bforecastB\b\n" +
 	"\x06sample\"\x19\n" +
-	"\x17GetX402DiscoveryRequest\"\xd5\x01\n" +
+	"\x17GetX402DiscoveryRequest\"\x98\x02\n" +
 	"\x18GetX402DiscoveryResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\x1c\n" +
 	"\tresources\x18\x02 \x03(\tR\tresources\x12/\n" +
 	"\x05items\x18\x03 \x03(\v2\x19.tollgate.v1.X402ResourceR\x05items\x12\"\n" +
 	"\finstructions\x18\x04 \x01(\tR\finstructions\x12\x18\n" +
 	"\aopenapi\x18\x05 \x01(\tR\aopenapi\x12\x12\n" +
-	"\x04llms\x18\x06 \x01(\tR\x04llms\"\xbf\x02\n" +
+	"\x04llms\x18\x06 \x01(\tR\x04llms\x12\x10\n" +
+	"\x03mcp\x18\a \x01(\tR\x03mcp\x12/\n" +
+	"\x05tools\x18\b \x03(\v2\x19.tollgate.v1.X402ResourceR\x05tools\"\xbf\x02\n" +
 	"\fX402Resource\x12\x1a\n" +
 	"\bresource\x18\x01 \x01(\tR\bresource\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x1b\n" +
@@ -2575,37 +2633,38 @@ var file_tollgate_v1_discovery_proto_depIdxs = []int32{
 	37, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
 	38, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
 	20, // 17: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	39, // 18: tollgate.v1.X402Resource.input:type_name -> google.protobuf.Struct
-	39, // 19: tollgate.v1.X402Resource.output:type_name -> google.protobuf.Struct
-	24, // 20: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	24, // 21: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	23, // 22: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
-	40, // 23: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
-	41, // 24: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	27, // 25: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	39, // 26: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	28, // 27: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 28: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 29: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 30: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	12, // 31: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	14, // 32: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	16, // 33: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	18, // 34: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	21, // 35: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 36: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 37: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 38: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	13, // 39: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	15, // 40: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	17, // 41: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	19, // 42: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	22, // 43: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	36, // [36:44] is the sub-list for method output_type
-	28, // [28:36] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	20, // 18: tollgate.v1.GetX402DiscoveryResponse.tools:type_name -> tollgate.v1.X402Resource
+	39, // 19: tollgate.v1.X402Resource.input:type_name -> google.protobuf.Struct
+	39, // 20: tollgate.v1.X402Resource.output:type_name -> google.protobuf.Struct
+	24, // 21: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	24, // 22: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	23, // 23: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
+	40, // 24: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
+	41, // 25: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	27, // 26: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	39, // 27: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	28, // 28: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 29: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 30: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 31: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	12, // 32: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	14, // 33: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	16, // 34: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	18, // 35: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	21, // 36: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 37: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 38: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 39: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	13, // 40: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	15, // 41: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	17, // 42: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	19, // 43: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	22, // 44: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	37, // [37:45] is the sub-list for method output_type
+	29, // [29:37] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
