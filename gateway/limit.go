@@ -214,20 +214,31 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			return
 		}
 		paid := l.hasPayment(r.Header)
-		rl := l.free
-		if paid {
-			rl = l.paid
-		}
-		if rl.PerSecond == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if wait, ok := l.allow(clientKey(l.ClientAddr(r)), paid); !ok {
+		if wait, ok := l.Allow(r, paid); !ok {
+			rl := l.free
+			if paid {
+				rl = l.paid
+			}
 			refuse(w, r, rl, paid, wait)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Allow takes a token from the bucket of r's client, paid or free, and
+// reports whether there was one; if not, it says how long until there
+// is. Handler calls it for each request; a facade that carries payments
+// elsewhere than in headers (MCP, in the body) calls it itself.
+func (l *Limiter) Allow(r *http.Request, paid bool) (time.Duration, bool) {
+	rl := l.free
+	if paid {
+		rl = l.paid
+	}
+	if rl.PerSecond == 0 {
+		return 0, true
+	}
+	return l.allow(clientKey(l.ClientAddr(r)), paid)
 }
 
 // hasPayment reports whether h carries a payment header, as the gate

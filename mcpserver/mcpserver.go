@@ -20,12 +20,17 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -172,4 +177,64 @@ func (c *caller) call(ctx context.Context, args url.Values) *payment.Response {
 func errorResponse(st *status.Status) *payment.Response {
 	code, body := restjson.StatusBody(st)
 	return payment.NewResponse(code, "application/json", body)
+}
+
+// Limiter bounds each client's calls, with a bucket for calls that carry
+// a payment and one for the others; *gateway.Limiter is one.
+type Limiter interface {
+	Allow(r *http.Request, paid bool) (wait time.Duration, ok bool)
+}
+
+// Limit returns next behind l, one token a request: a request carrying a
+// tool call with a payment in _meta takes from the paid bucket, any other
+// from the free one, as a REST request with or without a payment header
+// would. A refused request is answered 429 with Retry-After and a
+// JSON-RPC error, before the MCP server reads it.
+func Limit(l Limiter, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paid := false
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+			if err != nil {
+				http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			paid = carriesPayment(body)
+		}
+		if wait, ok := l.Allow(r, paid); !ok {
+			secs := max(int64(math.Ceil(wait.Seconds())), 1)
+			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many requests from this client; retry after %d s"}}`, secs)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// carriesPayment reports whether a request body holds a tools/call with
+// params._meta["x402/payment"] (a JSON-RPC batch counts if any does).
+func carriesPayment(body []byte) bool {
+	type message struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	var msgs []message
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		var m message
+		if json.Unmarshal(body, &m) != nil {
+			return false
+		}
+		msgs = []message{m}
+	}
+	for _, m := range msgs {
+		if _, ok := m.Params.Meta[payment.MetaPayment]; ok && m.Method == "tools/call" {
+			return true
+		}
+	}
+	return false
 }

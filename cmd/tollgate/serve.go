@@ -347,14 +347,15 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	}
 	// The public listener serves two facades: MCP at /mcp, whose gate
 	// runs inside each tool call, and REST behind the gate's middleware.
+	// Each is behind the limiter, which refuses floods before a signature
+	// is checked: REST by its payment headers, MCP by its body's _meta.
 	api := http.NewServeMux()
-	api.Handle(mcpserver.Path, tools)
-	api.Handle("/", gate.Handler(gw))
+	api.Handle(mcpserver.Path, mcpserver.Limit(limiter, tools))
+	api.Handle("/", limiter.Handler(gate.Handler(gw)))
 	// Outside in: the access log sees every answer (429s too); the metrics
-	// time it; the limiter refuses floods before a signature is checked;
-	// oversized headers get the JSON 431; then the facades.
+	// time it; oversized headers get the JSON 431; then the facades.
 	public := gateway.AccessLog(logger, metrics.Instrument(routeOf(cat),
-		limiter.Handler(gateway.LimitHeaderBytes(maxHeaderBytes, api))))
+		gateway.LimitHeaderBytes(maxHeaderBytes, api)))
 	httpSrv := &http.Server{
 		Handler:           public,
 		ReadHeaderTimeout: 5 * time.Second,

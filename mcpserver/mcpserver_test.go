@@ -1,0 +1,225 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tollgate/tollgate/gateway"
+	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/payment"
+	"github.com/tollgate/tollgate/service/catalog"
+)
+
+// fakeConn answers every gRPC call with invoke.
+type fakeConn struct {
+	grpc.ClientConnInterface
+	invoke func(method string, req, resp any) error
+}
+
+func (c fakeConn) Invoke(_ context.Context, method string, req, resp any, _ ...grpc.CallOption) error {
+	return c.invoke(method, req, resp)
+}
+
+// fakeGate records the calls it is given and runs them, unpaid.
+type fakeGate struct {
+	mu    sync.Mutex
+	calls []payment.ToolCall
+}
+
+func (g *fakeGate) CallTool(ctx context.Context, c payment.ToolCall) (*mcp.CallToolResult, error) {
+	g.mu.Lock()
+	g.calls = append(g.calls, c)
+	g.mu.Unlock()
+	r := c.Run(ctx)
+	return &mcp.CallToolResult{IsError: r.Failed(), Content: []mcp.Content{&mcp.TextContent{Text: string(r.Body())}}}, nil
+}
+
+func newTestServer(t *testing.T, conn grpc.ClientConnInterface) (*mcp.ClientSession, *fakeGate) {
+	t.Helper()
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := &fakeGate{}
+	h, err := New(Config{Timeout: time.Second, Version: "test"}, conn, cat, gateway.PaidRoutes(cat), gate, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	session, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session, gate
+}
+
+// TestToolCalls: a tool call's arguments are checked before the gate sees
+// it; the gate gets the normalized arguments and the payment; running the
+// call invokes the operation's RPC with them and answers the REST JSON, or
+// the REST error body with its status.
+func TestToolCalls(t *testing.T) {
+	t.Parallel()
+	var got proto.Message
+	conn := fakeConn{invoke: func(method string, req, resp any) error {
+		got = req.(proto.Message)
+		switch r := resp.(type) {
+		case *tollgatev1.GetForecastResponse:
+			r.Product, r.PredLen, r.Closes = "ETH-USD", 48, []float64{1.5}
+			return nil
+		case *tollgatev1.GetRugCheckResponse:
+			return status.Error(codes.NotFound, "no such token")
+		}
+		return status.Error(codes.Unimplemented, method)
+	}}
+	session, gate := newTestServer(t, conn)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name      string
+		tool      string
+		args      map[string]any
+		meta      mcp.Meta
+		wantGate  bool
+		wantQuery string
+		wantText  string
+	}{
+		{"bad enum", "forecast", map[string]any{"product": "DOGE"}, nil, false, "", `"status":400`},
+		{"string for an integer", "forecast", map[string]any{"pred_len": "5"}, nil, false, "", `must be a JSON integer`},
+		{"unknown argument", "regime", map[string]any{"x": 1}, nil, false, "", `takes no arguments`},
+		{"missing path argument", "rugcheck", nil, nil, false, "", `"addr\" is required`},
+		{"clamped and paid", "forecast", map[string]any{"product": "ETH-USD", "pred_len": 500}, mcp.Meta{payment.MetaPayment: "abc"}, true, "pred_len=48&product=ETH-USD", `"predLen":48`},
+		{"null is absent", "forecast", map[string]any{"pred_len": nil}, nil, true, "", `"product":"ETH-USD"`},
+		{"an RPC error is REST's", "rugcheck", map[string]any{"addr": "0x00000000000000000000000000000000000000aa"}, nil, true, "addr=0x00000000000000000000000000000000000000aa", `{"error":"not_found","message":"no such token","status":404`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gate.mu.Lock()
+			before := len(gate.calls)
+			gate.mu.Unlock()
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args, Meta: tt.meta})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := r.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(text, tt.wantText) {
+				t.Errorf("text %s, want %s", text, tt.wantText)
+			}
+			gate.mu.Lock()
+			defer gate.mu.Unlock()
+			if called := len(gate.calls) > before; called != tt.wantGate {
+				t.Fatalf("gate called: %v, want %v (%s)", called, tt.wantGate, text)
+			}
+			if !tt.wantGate {
+				if !r.IsError {
+					t.Errorf("an invalid call is no error: %s", text)
+				}
+				return
+			}
+			c := gate.calls[len(gate.calls)-1]
+			if c.Name != tt.tool || c.Arguments.Encode() != tt.wantQuery || (tt.meta != nil) != (c.Payment != nil) {
+				t.Errorf("gate got %s %q payment %v", c.Name, c.Arguments.Encode(), c.Payment)
+			}
+		})
+	}
+	if f, ok := got.(*tollgatev1.GetRugCheckRequest); !ok || f.GetAddr() != "0x00000000000000000000000000000000000000aa" {
+		t.Errorf("the last RPC request was %v", got)
+	}
+}
+
+// TestToolsFromRoutes: every paid operation is a tool, named as it, with
+// the route's parameters as its input and its record or a requirement as
+// its output; an operation without a described route is an error.
+func TestToolsFromRoutes(t *testing.T) {
+	t.Parallel()
+	cat, _ := catalog.Load()
+	routes := gateway.PaidRoutes(cat)
+	ts, err := tools(cat, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != len(cat.Paid()) {
+		t.Fatalf("%d tools for %d paid operations", len(ts), len(cat.Paid()))
+	}
+	for _, tl := range ts {
+		in, _ := json.Marshal(tl.InputSchema)
+		want, _ := json.Marshal(routes[0].Discovery.InputSchema())
+		if tl.Name == routes[0].Name && string(in) != string(want) {
+			t.Errorf("%s: input %s, want %s", tl.Name, in, want)
+		}
+		anyOf := tl.OutputSchema.(map[string]any)["anyOf"].([]any)
+		if len(anyOf) != 3 {
+			t.Errorf("%s: outputSchema %v", tl.Name, tl.OutputSchema)
+		}
+	}
+	if _, err := tools(cat, routes[1:]); err == nil || !strings.Contains(err.Error(), routes[0].Name) {
+		t.Errorf("a paid operation without a route: %v", err)
+	}
+}
+
+// fakeLimiter allows what allow says and records the buckets asked.
+type fakeLimiter struct {
+	allow bool
+	paid  []bool
+}
+
+func (l *fakeLimiter) Allow(_ *http.Request, paid bool) (time.Duration, bool) {
+	l.paid = append(l.paid, paid)
+	return 1500 * time.Millisecond, l.allow
+}
+
+// TestLimit: a request takes from the paid bucket only when it carries a
+// tool call with a payment; a refused one is a 429 with Retry-After and
+// never reaches the server, which still reads the whole body otherwise.
+func TestLimit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		body  string
+		paid  bool
+		allow bool
+	}{
+		{"list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, true},
+		{"unpaid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime"}}`, false, true},
+		{"paid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime","_meta":{"x402/payment":{}}}}`, true, true},
+		{"payment elsewhere", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x402/payment":{}}}}`, false, true},
+		{"batch with a paid call", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"x402/payment":"x"}}}]`, true, true},
+		{"junk", `{{`, false, true},
+		{"refused", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := &fakeLimiter{allow: tt.allow}
+			var seen string
+			h := Limit(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				seen = string(b)
+			}))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tt.body)))
+			if len(l.paid) != 1 || l.paid[0] != tt.paid {
+				t.Errorf("buckets asked %v, want [%v]", l.paid, tt.paid)
+			}
+			switch {
+			case tt.allow && seen != tt.body:
+				t.Errorf("the server read %q", seen)
+			case !tt.allow && (rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "2" || seen != ""):
+				t.Errorf("refused: %d Retry-After %q, server read %q", rec.Code, rec.Header().Get("Retry-After"), seen)
+			}
+		})
+	}
+}
