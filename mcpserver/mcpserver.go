@@ -31,13 +31,16 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/tollgate/tollgate/gateway/restjson"
@@ -57,6 +60,9 @@ type Config struct {
 	Version string
 	// Instructions tell an agent what the server is and how it is paid.
 	Instructions string
+	// PublicURL is the base of the free documents' resource URIs, the
+	// REST API's public URL.
+	PublicURL string
 }
 
 // Validate reports every problem of c at once.
@@ -67,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.Version == "" {
 		errs = append(errs, errors.New("mcp: version is empty"))
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+		errs = append(errs, fmt.Errorf("mcp: public URL %q is not absolute", c.PublicURL))
 	}
 	return errors.Join(errs...)
 }
@@ -94,10 +103,13 @@ func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes
 		return nil, err
 	}
 	m := restjson.New(protoregistry.GlobalFiles, "tollgate.v1")
-	for _, t := range ts {
-		c := &caller{op: t.op, conn: conn, json: m, timeout: cfg.Timeout, logger: logger}
-		s.AddTool(t.Tool, c.handler(gate))
+	newCaller := func(op *catalog.Operation) *caller {
+		return &caller{op: op, conn: conn, json: m, timeout: cfg.Timeout, logger: logger}
 	}
+	for _, t := range ts {
+		s.AddTool(t.Tool, newCaller(t.op).handler(gate))
+	}
+	addResources(s, strings.TrimSuffix(cfg.PublicURL, "/"), cat, newCaller)
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
@@ -166,12 +178,35 @@ func (c *caller) call(ctx context.Context, args url.Values) *payment.Response {
 		}
 		return errorResponse(st)
 	}
-	body, err := c.json.Marshal(proto.Message(resp))
+	body, mime, err := c.encode(resp)
 	if err != nil {
 		c.logger.ErrorContext(ctx, "mcp: record not written", "tool", c.op.Name, "err", err)
 		return errorResponse(status.New(codes.Internal, "internal error"))
 	}
-	return payment.NewResponse(http.StatusOK, "application/json", body)
+	return payment.NewResponse(http.StatusOK, mime, body)
+}
+
+// encode writes an answer as the REST gateway does: the field the
+// operation names as the body, or the set member of the oneof it
+// unwraps, or the whole record; an HttpBody as its own data and type,
+// a record as REST JSON.
+func (c *caller) encode(resp proto.Message) ([]byte, string, error) {
+	m := resp.ProtoReflect()
+	if name := c.op.ResponseBody; name != "" {
+		m = m.Get(m.Descriptor().Fields().ByName(protoreflect.Name(name))).Message()
+	}
+	if name := c.op.UnwrapOneof; name != "" {
+		fd := m.WhichOneof(m.Descriptor().Oneofs().ByName(protoreflect.Name(name)))
+		if fd == nil {
+			return nil, "", errors.New("empty oneof in response")
+		}
+		m = m.Get(fd).Message()
+	}
+	if hb, ok := m.Interface().(*httpbody.HttpBody); ok {
+		return hb.GetData(), hb.GetContentType(), nil
+	}
+	body, err := c.json.Marshal(m.Interface())
+	return body, "application/json", err
 }
 
 func errorResponse(st *status.Status) *payment.Response {

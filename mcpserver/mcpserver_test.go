@@ -55,7 +55,7 @@ func newTestServer(t *testing.T, conn grpc.ClientConnInterface) (*mcp.ClientSess
 		t.Fatal(err)
 	}
 	gate := &fakeGate{}
-	h, err := New(Config{Timeout: time.Second, Version: "test"}, conn, cat, gateway.PaidRoutes(cat), gate, slog.New(slog.DiscardHandler))
+	h, err := New(Config{Timeout: time.Second, Version: "test", PublicURL: "http://tollgate.test"}, conn, cat, gateway.PaidRoutes(cat), gate, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -143,6 +146,45 @@ func TestMCPTools(t *testing.T) {
 				!sameRecord(t, known, listedSchema) || !sameRecord(t, known, bazaar) {
 				t.Errorf("%s: /.well-known/x402 has %s %v\ntools/list has %s\nthe requirement's bazaar has %s", name, item.Resource, item.Input, listedSchema, bazaar)
 			}
+		}
+	})
+
+	t.Run("free documents as resources", func(t *testing.T) {
+		listed, err := session.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range listed.Resources {
+			uris = append(uris, r.URI)
+		}
+		for _, path := range []string{"/llms.txt", "/openapi.json", "/.well-known/x402", "/tollgate"} {
+			if !slices.Contains(uris, s.base+path) {
+				t.Errorf("resources %v lack %s", uris, s.base+path)
+			}
+		}
+		templates, err := session.ListResourceTemplates(ctx, nil)
+		if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate != s.base+"/demo/{op}" {
+			t.Fatalf("templates: %v %+v", err, templates)
+		}
+		for _, path := range []string{"/llms.txt", "/demo/whales"} {
+			r, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: s.base + path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.Get(s.base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rest bytes.Buffer
+			_, _ = rest.ReadFrom(resp.Body)
+			resp.Body.Close()
+			if c := r.Contents[0]; c.Text != rest.String() || c.MIMEType != strings.Split(resp.Header.Get("Content-Type"), ";")[0] && c.MIMEType != resp.Header.Get("Content-Type") {
+				t.Errorf("%s: resource %s %.80q, REST %s %.80q", path, c.MIMEType, c.Text, resp.Header.Get("Content-Type"), rest.String())
+			}
+		}
+		if _, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: s.base + "/demo/nothing"}); err == nil || !strings.Contains(err.Error(), "not_found") {
+			t.Errorf("a demo of no operation: %v", err)
 		}
 	})
 
@@ -411,4 +453,131 @@ func exampleArgs(tl *mcp.Tool) map[string]any {
 		args[name] = "0x00f59693Ab3a491356FDB4Facb4B04D811135E22" // addr is the only required parameter
 	}
 	return args
+}
+
+// BenchmarkToolCall compares a paid /regime over REST with the regime tool
+// over MCP on one devnet (a block a second), one call at a time: the
+// unpaid requirement (a 402; a tool result), an exact call with a payment
+// signed in advance, and a batch-settlement voucher call (the voucher
+// signed in the call; each transport on its own channel, whose first,
+// deposit-waiting call is left out). It reports p50 and p99:
+//
+//	go test -run x -bench ToolCall -benchtime 50x ./cmd/tollgate/
+func BenchmarkToolCall(b *testing.B) {
+	s, err := serveFor(b, []string{"--data-dir", b.TempDir(), "--log-level", "warn", "--batch-min-deposit", "10.00", "--rate-limit", "0", "--paid-rate-limit", "0"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	session := mcpSession(b, s.base+"/mcp")
+	key, _ := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
+	p := &payment.Payer{HTTP: http.DefaultClient, Version: 2, Schemes: []payment.SchemeClient{exact.Payer{Key: key}}}
+	url := s.base + "/regime"
+	timed := func(b *testing.B, call func(i int)) {
+		took := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			call(i)
+			took = append(took, time.Since(start))
+		}
+		b.StopTimer()
+		reportLatency(b, took, 0)
+	}
+	b.Run("requirement/rest", func(b *testing.B) {
+		timed(b, func(int) {
+			resp, err := http.Get(url)
+			if err != nil || resp.StatusCode != http.StatusPaymentRequired {
+				b.Fatal(err, resp)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	})
+	b.Run("requirement/mcp", func(b *testing.B) {
+		timed(b, func(int) {
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime"})
+			if err != nil || !r.IsError {
+				b.Fatal(err, r)
+			}
+		})
+	})
+	b.Run("exact/rest", func(b *testing.B) {
+		signed := make([]payment.SignedPayment, b.N)
+		for i := range signed {
+			if signed[i], err = p.Sign(ctx, url); err != nil {
+				b.Fatal(err)
+			}
+		}
+		timed(b, func(i int) {
+			if res, err := p.Send(ctx, url, signed[i]); err != nil || res.Status != http.StatusOK {
+				b.Fatal(err, res)
+			}
+		})
+	})
+	b.Run("exact/mcp", func(b *testing.B) {
+		o, err := p.ToolOffer(ctx, session, "regime", nil, exact.Scheme)
+		if err != nil {
+			b.Fatal(err)
+		}
+		payloads := make([]json.RawMessage, b.N)
+		for i := range payloads {
+			signed, err := exact.Payer{Key: key}.Pay(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			payloads[i], _ = base64.StdEncoding.DecodeString(signed.Value)
+		}
+		timed(b, func(i int) {
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: payloads[i]}})
+			if err != nil || r.IsError {
+				b.Fatal(err, text(r))
+			}
+		})
+	})
+	account := uint32(3) // a new channel for each run
+	b.Run("batch/rest", func(b *testing.B) {
+		c := newBatchCaller(b, s.base, account)
+		account++
+		entry, resource := c.entry("/regime")
+		c.pay("/regime", entry, resource) // the deposit
+		timed(b, func(int) {
+			if a := c.pay("/regime", entry, resource); a.status != http.StatusOK {
+				b.Fatalf("%d %s", a.status, a.body)
+			}
+		})
+	})
+	b.Run("batch/mcp", func(b *testing.B) {
+		k, _ := devnet.DeriveKey(devnet.Mnemonic, account)
+		account++
+		o, err := p.ToolOffer(ctx, session, "regime", nil, batch.Scheme)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sess, _, err := batchSession(k, o, b.TempDir(), big.NewInt(10_000_000))
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := func() {
+			signed, err := sess.Pay(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			payload, _ := base64.StdEncoding.DecodeString(signed.Value)
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: json.RawMessage(payload)}})
+			if err != nil || r.IsError {
+				b.Fatal(err, text(r))
+			}
+			var settled payment.SettleResponse
+			raw, _ := json.Marshal(r.Meta[payment.MetaPaymentResponse])
+			if err := json.Unmarshal(raw, &settled); err != nil {
+				b.Fatal(err)
+			}
+			if err := sess.Paid(o, settled); err != nil {
+				b.Fatal(err)
+			}
+		}
+		call() // the deposit
+		timed(b, func(int) { call() })
+	})
 }

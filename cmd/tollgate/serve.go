@@ -336,7 +336,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
-	tools, err := mcpserver.New(mcpserver.Config{Timeout: cfg.RequestTimeout, Version: buildVersion(), Instructions: mcpInstructions},
+	tools, err := mcpserver.New(mcpserver.Config{Timeout: cfg.RequestTimeout, Version: buildVersion(), Instructions: mcpInstructions, PublicURL: cfg.PublicURL},
 		conn, cat, routes, gate, logger.With("component", "mcp"))
 	if err != nil {
 		return err
