@@ -1,19 +1,24 @@
-// Package payment enforces x402 (HTTP 402 pay-per-call) in front of the
-// REST gateway, whatever the scheme paid with: the Gate answers unpaid
-// calls to paid routes with every registered scheme's requirement (v1
-// body and v2 PAYMENT-REQUIRED header), decodes a presented payment's
-// envelope, matches it against the route and hands it to the Scheme it
-// chose through an Exchange, which runs the handler and writes the
-// answer. It also holds what the schemes share: the wire format of the
-// envelopes and requirements, EIP-3009/EIP-712 signing, the gas key's
-// transaction sender (Local, with its nonce manager), the remote
-// facilitator transport (Client), the facilitator HTTP API (Server, one
+// Package payment enforces x402 (pay-per-call) in front of Tollgate's
+// paid operations, whatever the scheme paid with and whatever the
+// transport the call came by. The money rules are one Gate: it answers
+// unpaid calls with every registered scheme's requirement, decodes a
+// presented payment's envelope, matches it against the operation's
+// requirement and hands it to the Scheme it chose through an Exchange,
+// which runs the handler and answers (scheme.go). Two thin adapters carry
+// it: the REST middleware (http.go: the 402 with its v1 body and v2
+// PAYMENT-REQUIRED header, the payment headers in, PAYMENT-RESPONSE out)
+// and the MCP tool wrapper (mcp.go: x402's MCP transport, the requirement
+// as an isError tool result, the payment and the settlement in _meta).
+// It also holds what the schemes share: the wire format of the envelopes
+// and requirements, EIP-3009/EIP-712 signing, the gas key's transaction
+// sender (Local, with its nonce manager), the remote facilitator
+// transport (Client), the facilitator HTTP API (Server, one
 // SchemeFacilitator per scheme) and the payer (Payer, one SchemeClient
-// per scheme). Each scheme is a package of its own beside it
-// (payment/exact, payment/batch), and none imports another.
+// per scheme, over HTTP or MCP). Each scheme is a package of its own
+// beside it (payment/exact, payment/batch), and none imports another.
 //
-// payment knows nothing of protobuf, gRPC or the analytics: routes, prices
-// and parameter checks are handed to it.
+// payment knows nothing of protobuf, gRPC or the analytics: operations,
+// prices and parameter checks are handed to it.
 package payment
 
 import (
