@@ -71,19 +71,8 @@ func TestInteropBatchClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	desc, err := devnet.Fetch(ctx, http.DefaultClient, s.devnetRPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payerRole, _ := desc.Account(devnet.RolePayer)
-	payToRole, _ := desc.Account(devnet.RolePayTo)
-	payer, payTo, token := payerRole.Address, payToRole.Address, desc.Token.Address
-	client, err := ethclient.Dial(s.devnetRPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	w := &escrowWatch{t: t, ctx: ctx, c: client, token: token}
+	w, payer, payTo := watchDevnet(t, ctx, s)
+	client, token := w.c, w.token
 
 	start, err := client.BlockNumber(ctx)
 	if err != nil {
@@ -243,6 +232,25 @@ func runBatchClient(t *testing.T, ctx context.Context, dir string, v any, args .
 	if err := json.Unmarshal(out.Bytes(), v); err != nil {
 		t.Fatalf("batch-client.mjs %s wrote %q: %v (stderr %s)", args[0], out.String(), err, errOut.String())
 	}
+}
+
+// watchDevnet reads s's devnet description and returns a watch of its
+// token, with the payer's and payTo's addresses; the client is closed
+// with the test.
+func watchDevnet(t *testing.T, ctx context.Context, s *served) (w *escrowWatch, payer, payTo common.Address) {
+	t.Helper()
+	desc, err := devnet.Fetch(ctx, http.DefaultClient, s.devnetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payerRole, _ := desc.Account(devnet.RolePayer)
+	payToRole, _ := desc.Account(devnet.RolePayTo)
+	client, err := ethclient.Dial(s.devnetRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return &escrowWatch{t: t, ctx: ctx, c: client, token: desc.Token.Address}, payerRole.Address, payToRole.Address
 }
 
 // escrowWatch reads the escrow, its events and the token from the chain.

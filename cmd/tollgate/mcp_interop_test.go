@@ -18,7 +18,6 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/mcpserver"
@@ -70,19 +69,8 @@ func TestMCPInteropOfficialClients(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	desc, err := devnet.Fetch(ctx, http.DefaultClient, s.devnetRPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payerRole, _ := desc.Account(devnet.RolePayer)
-	payToRole, _ := desc.Account(devnet.RolePayTo)
-	payer, payTo, token := payerRole.Address, payToRole.Address, desc.Token.Address
-	client, err := ethclient.Dial(s.devnetRPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	w := &escrowWatch{t: t, ctx: ctx, c: client, token: token}
+	w, payer, payTo := watchDevnet(t, ctx, s)
+	client, token := w.c, w.token
 	url := s.base + mcpserver.Path
 
 	// paidOnChain checks that tx moved exactly amount from the payer to
