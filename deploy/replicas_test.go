@@ -3,8 +3,10 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"os"
@@ -21,6 +23,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/ethereum/go-ethereum/rpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
@@ -291,6 +294,67 @@ func TestReplicasBehindLoadBalancer(t *testing.T) {
 		}
 		if after := len(transfers(t, chain, c.desc, start+1, last)); after != len(onChain) {
 			t.Errorf("the retries moved money: %d transfers, then %d", len(onChain), after)
+		}
+	})
+
+	t.Run("one tool-call payment sent to every replica at once settles once and buys no REST call", func(t *testing.T) {
+		before, err := chain.BlockNumber(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions := make([]*mcp.ClientSession, len(c.replicas))
+		for i, r := range c.replicas {
+			client := mcp.NewClient(&mcp.Implementation{Name: "replicas-test", Version: "v0"}, nil)
+			if sessions[i], err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/mcp"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			defer sessions[i].Close()
+		}
+		o, err := p.payer.ToolOffer(ctx, sessions[0], "regime", nil, exact.Scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := p.payer.Schemes[0].Pay(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, _ := base64.StdEncoding.DecodeString(signed.Value)
+		results := make([]*mcp.CallToolResult, len(sessions))
+		var wg sync.WaitGroup
+		gun := make(chan struct{})
+		for i, sess := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gun
+				results[i], _ = sess.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: json.RawMessage(payload)}})
+			}()
+		}
+		close(gun)
+		wg.Wait()
+		txs := map[any]bool{}
+		for i, r := range results {
+			switch {
+			case r == nil:
+				t.Errorf("replica %d: no result", i+1)
+			case !r.IsError:
+				txs[r.Meta[payment.MetaPaymentResponse].(map[string]any)["transaction"]] = true
+			case !strings.Contains(fmt.Sprint(r.Content[0]), payment.ReasonPaymentInFlight) && !strings.Contains(fmt.Sprint(r.StructuredContent), payment.ReasonPaymentInFlight):
+				t.Errorf("replica %d: %v %v", i+1, r.Content[0], r.StructuredContent)
+			}
+		}
+		if len(txs) != 1 {
+			t.Errorf("the tool-call payment was served with settlements %v, want one", txs)
+		}
+		if res, err := p.payer.Send(ctx, c.lb+"/regime", signed); err != nil || res.Status == http.StatusOK {
+			t.Errorf("a tool-call payment sent over REST: %v %+v", err, res)
+		}
+		after, err := chain.BlockNumber(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(transfers(t, chain, c.desc, before+1, after)); n != 1 {
+			t.Errorf("%d transfers for one payment", n)
 		}
 	})
 
