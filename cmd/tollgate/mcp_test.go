@@ -313,13 +313,18 @@ func TestMCPTools(t *testing.T) {
 			t.Fatalf("REST: %v %+v", err, res)
 		}
 		before := w.balance(payer)
+		// Refused by the resource it names, if it names one, else by the
+		// ledger's record of its authorization.
+		refused := func(body string) bool {
+			return strings.Contains(body, `"error":"`+payment.ReasonResourceMismatch+`"`) || strings.Contains(body, `"error":"`+exact.ReasonAuthorizationReplayed+`"`)
+		}
 		for _, payload := range []json.RawMessage{decoded(t, signed.Value), decoded(t, withoutResource(t, signed.Value))} {
 			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "regime", Meta: mcp.Meta{payment.MetaPayment: payload}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !r.IsError || r.Meta[payment.MetaPaymentResponse] != nil && !strings.Contains(text(r), "error") {
-				t.Errorf("a REST payment bought an MCP call: %s", text(r))
+			if !r.IsError || r.StructuredContent == nil || !refused(text(r)) {
+				t.Errorf("a REST payment over MCP: %s, want a requirement refusing it", text(r))
 			}
 		}
 		// MCP first: a paid tool call, then its payment over REST.
@@ -340,8 +345,8 @@ func TestMCPTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status == http.StatusOK {
-				t.Errorf("an MCP payment bought a REST call: %s", res.Body)
+			if res.Status != http.StatusPaymentRequired || !refused(string(res.Body)) {
+				t.Errorf("an MCP payment over REST: %d %s, want a 402 refusing it", res.Status, res.Body)
 			}
 		}
 		if spent := new(big.Int).Sub(before, w.balance(payer)); spent.Cmp(price) != 0 {
