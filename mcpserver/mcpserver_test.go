@@ -223,3 +223,23 @@ func TestLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestOtherMethods: a sessionless server has no stream to open and no
+// session to end: GET and DELETE are 405, as the transport allows.
+func TestOtherMethods(t *testing.T) {
+	t.Parallel()
+	cat, _ := catalog.Load()
+	h, err := New(Config{Timeout: time.Second, Version: "test", PublicURL: "http://tollgate.test"}, fakeConn{}, cat, gateway.PaidRoutes(cat), &fakeGate{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(method, "/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("%s /mcp: %d, want 405", method, rec.Code)
+		}
+	}
+}
