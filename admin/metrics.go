@@ -48,6 +48,9 @@ type Metrics struct {
 
 	cache *prometheus.CounterVec
 
+	inferences    *prometheus.CounterVec
+	inferenceTime *prometheus.HistogramVec
+
 	scanDuration prometheus.Histogram
 	scanLag      prometheus.Gauge
 	scanCalls    prometheus.Gauge
@@ -108,6 +111,8 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 
 	m.cache = f.counters("tollgate_cache_requests_total", "Cache lookups, by cache and result (hit or miss).", "cache", "result")
 
+	m.inferences = f.counters("tollgate_forecast_inferences_total", "Forecasts of the in-process model (Kronos), by outcome (an error: the embedded model answered instead).", "model", "outcome")
+	m.inferenceTime = f.histograms("tollgate_forecast_inference_seconds", "Time of one in-process model forecast, from its turn to its answer.", "model")
 	m.scanDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tollgate_whale_scan_duration_seconds", Help: "Duration of one whale scan cycle.", Buckets: latency})
 	m.scanLag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_lag_blocks", Help: "Blocks between the chain head and the last block the whale scan covered."})
 	m.scanCalls = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_whale_scan_rpc_calls", Help: "JSON-RPC round trips of the last whale scan cycle."})
@@ -313,6 +318,25 @@ func (m *Metrics) Settled(op, tr string, usd float64, took time.Duration) {
 	if took > 0 {
 		m.settleTiming.WithLabelValues(op).Observe(took.Seconds())
 	}
+}
+
+// ExpectModel exposes the in-process model's series at zero: its
+// forecasts by outcome and their durations.
+func (m *Metrics) ExpectModel(model string) {
+	m.inferences.WithLabelValues(model, outcomeOK)
+	m.inferences.WithLabelValues(model, outcomeError)
+	m.inferenceTime.WithLabelValues(model)
+}
+
+// Inference records one forecast of the in-process model: its outcome,
+// and its duration when it ran.
+func (m *Metrics) Inference(model string, took time.Duration, err error) {
+	if err != nil {
+		m.inferences.WithLabelValues(model, outcomeError).Inc()
+		return
+	}
+	m.inferences.WithLabelValues(model, outcomeOK).Inc()
+	m.inferenceTime.WithLabelValues(model).Observe(took.Seconds())
 }
 
 // ExpectCaches exposes tollgate_cache_requests_total at zero for caches,

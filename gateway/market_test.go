@@ -276,6 +276,8 @@ func TestColdCollapseThroughTheStack(t *testing.T) {
 // answers: the count is the number of forecast computations.
 type countingModel struct{ n atomic.Int64 }
 
+func (m *countingModel) Name() string { return "counting" }
+
 func (m *countingModel) Predict(context.Context, market.Series, int) ([]float64, string, error) {
 	m.n.Add(1)
 	return nil, "", errors.New("counting only")

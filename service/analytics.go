@@ -99,10 +99,14 @@ type EquityBars interface {
 	Bars(ctx context.Context, symbol string, n int) (market.Series, error)
 }
 
-// Model is a forecasting model besides the embedded one;
-// *RemoteModel provides it.
+// Model is a forecasting model besides the embedded one; *KronosModel
+// (Kronos in process) and *RemoteModel provide it.
 type Model interface {
+	// Predict forecasts steps closes after s, next first, and names the
+	// model that answered.
 	Predict(ctx context.Context, s market.Series, steps int) (closes []float64, name string, err error)
+	// Name names the model in logs and fallbacks.
+	Name() string
 }
 
 // NewAnalytics returns the analytics service over its sources.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,7 +41,7 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 	return &tollgatev1.GetForecastResponse{
 		Product: r.Product, LastClose: r.LastClose, Closes: r.Closes, ExpectedReturnPct: r.ExpectedReturnPct,
 		PredLen: int32(len(r.Closes)), Cached: cached, AsOf: r.At.Format(time.RFC3339), Model: r.Model,
-		Source: r.Source, Synthetic: r.Synthetic,
+		Source: r.Source, Synthetic: r.Synthetic, Fallback: r.Fallback,
 	}, nil
 }
 
@@ -62,33 +63,43 @@ func (a *Analytics) forecast(ctx context.Context, product string, steps int) (fo
 		if len(closes) == 0 {
 			return forecast.Result{}, rules.ErrInsufficientData
 		}
-		out, model, err := a.predict(ctx, s, steps)
+		out, model, fallback, err := a.predict(ctx, s, steps)
 		if err != nil {
 			return forecast.Result{}, err
 		}
 		last := closes[len(closes)-1]
 		return forecast.Result{
 			Product: product, LastClose: last, Closes: out, Model: model, Source: s.Source, Synthetic: s.Synthetic,
-			ExpectedReturnPct: (out[len(out)-1]/last - 1) * 100, At: time.Now().UTC(),
+			ExpectedReturnPct: (out[len(out)-1]/last - 1) * 100, At: time.Now().UTC(), Fallback: fallback,
 		}, nil
 	})
 }
 
-// predict asks the remote model when one is configured and falls back to
-// the embedded one when it fails.
-func (a *Analytics) predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
+// predict asks the configured model (Kronos in process, or a remote one)
+// and falls back to the embedded one when it fails, saying why.
+func (a *Analytics) predict(ctx context.Context, s market.Series, steps int) (closes []float64, model, fallback string, err error) {
 	if a.model != nil {
 		out, name, err := a.model.Predict(ctx, s, steps)
 		if err == nil {
-			return out, name, nil
+			return out, name, "", nil
 		}
-		a.log.WarnContext(ctx, "remote forecast model failed; the embedded model answers", "product", s.Product, "err", err)
+		a.log.WarnContext(ctx, "forecast model failed; the embedded model answers", "model", a.model.Name(), "product", s.Product, "err", err)
+		fallback = a.model.Name() + ": " + fallbackReason(err)
 	}
 	out, _, err := forecast.Forecast(s.Closes(), steps)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", rules.ErrInsufficientData, err)
+		return nil, "", "", fmt.Errorf("%w: %v", rules.ErrInsufficientData, err)
 	}
-	return out, forecast.ModelName, nil
+	return out, forecast.ModelName, fallback, nil
+}
+
+// fallbackReason is what an answer says of a model's failure: its
+// deadline, or "failed" (the details are in the log, not the answer).
+func fallbackReason(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return "deadline exceeded"
+	}
+	return "failed"
 }
 
 // signalHorizon is the model horizon the signal reads: 24 hours.

@@ -23,6 +23,9 @@ func NewRemoteModel(client tollgatev1.ForecastModelServiceClient, timeout time.D
 	return &RemoteModel{client: client, timeout: timeout}
 }
 
+// Name names the remote model before it names itself.
+func (r *RemoteModel) Name() string { return "remote model" }
+
 // Predict sends the series and checks the answer: exactly steps finite,
 // positive closes.
 func (r *RemoteModel) Predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {

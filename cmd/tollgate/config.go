@@ -55,6 +55,8 @@ type config struct {
 	TrustedProxies  string
 	EquitiesURL     string
 	ForecastTimeout time.Duration
+	KronosModel     string // directory of a Kronos predictor checkpoint, or empty
+	KronosTokenizer string // directory of its tokenizer checkpoint
 	// Batch-settlement (docs/batch-settlement.md): offered beside exact
 	// when a receiver authorizer key is at hand (devnet: payTo's key).
 	BatchSettlement     bool
@@ -201,7 +203,9 @@ func newServeFlags(getenv func(string) string) (*flag.FlagSet, *config) {
 		"serve the synthetic candles and equity bars outside devnet too (answers say devnet-synthetic); without it they are refused with --chain-rpc")
 	str(&cfg.ForecastModel, "forecast-model", "", "remote forecasting model (tollgate.v1.ForecastModelService) as grpc://host:port (plaintext, private network) or grpcs://host:port (TLS); empty: the embedded model only")
 	str(&cfg.ForecastModelCA, "forecast-model-ca", "", "PEM file of the CA certificates trusted for a grpcs:// --forecast-model; empty: the system roots")
-	dur(&cfg.ForecastTimeout, "forecast-timeout", 10*time.Second, "deadline of one remote model prediction; past it the embedded model answers")
+	dur(&cfg.ForecastTimeout, "forecast-timeout", 20*time.Second, "deadline of one model prediction (Kronos in process, or the remote model), its wait for its turn included; past it the embedded model answers (keep it under --request-timeout)")
+	str(&cfg.KronosModel, "kronos-model", "", "directory of a Kronos predictor checkpoint (config.json + model.safetensors, as NeoQuasar/Kronos-small on Hugging Face): /forecast and /signal run Kronos in process; needs --kronos-tokenizer; empty: no Kronos")
+	str(&cfg.KronosTokenizer, "kronos-tokenizer", "", "directory of the Kronos tokenizer checkpoint (as NeoQuasar/Kronos-Tokenizer-base) for --kronos-model")
 	dur(&cfg.WhaleInterval, "whale-interval", time.Minute, "whale scan: pause between cycles once caught up")
 	lim := gateway.DefaultLimitConfig()
 	f64 := func(p *float64, name string, def float64, usage string) {
@@ -325,6 +329,12 @@ func (c *config) validate() error {
 	}
 	if c.ForecastTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--forecast-timeout %s: must be positive", c.ForecastTimeout))
+	}
+	if (c.KronosModel == "") != (c.KronosTokenizer == "") {
+		errs = append(errs, errors.New("--kronos-model and --kronos-tokenizer go together: a predictor checkpoint and its tokenizer's"))
+	}
+	if c.KronosModel != "" && c.ForecastModel != "" {
+		errs = append(errs, errors.New("--kronos-model and --forecast-model both name the forecasting model: choose one"))
 	}
 	if c.WhaleWindow == 0 || c.WhaleInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--whale-window %d, --whale-interval %s: must be positive", c.WhaleWindow, c.WhaleInterval))

@@ -50,8 +50,10 @@ Usage:
                            the payments ledger: list (filters --state, --since, --payer), export as CSV,
                            reconcile unresolved settlements against the chain once (--chain-rpc),
                            channels: batch-settlement channels, charged, claimed and unclaimed
-  tollgate backtest [--product ETH-USD]
-                           score the embedded forecaster against the random walk on the candle feed
+  tollgate backtest [--product ETH-USD] [--model kronos --kronos-model DIR --kronos-tokenizer DIR]
+                           score the forecaster (embedded, or Kronos) against the random walk on the candle feed
+  tollgate kronos --kronos-model DIR --kronos-tokenizer DIR --pred-len N [--greedy] FILE.csv
+                           forecast a CSV of candles with Kronos and print the forecast as CSV (tollgate kronos --help)
   tollgate version         the binary's version, VCS revision and commit time
   tollgate healthcheck [--url URL]
                            exit 0 if the operator listener's /readyz says ready (container HEALTHCHECK)
@@ -107,6 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return ledgerCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "backtest":
 		return backtest(ctx, args[1:], getenv, stdout, stderr)
+	case "kronos":
+		return kronosCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
 		return version(stdout)
 	case "healthcheck":

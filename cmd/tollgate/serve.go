@@ -43,6 +43,8 @@ import (
 	"github.com/tollgate/tollgate/service"
 	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/forecast"
+	"github.com/tollgate/tollgate/service/forecast/kronos"
 	"github.com/tollgate/tollgate/service/market"
 	"github.com/tollgate/tollgate/service/whales"
 	"github.com/tollgate/tollgate/store"
@@ -277,6 +279,17 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		return err
 	}
 	var model service.Model // nil: the embedded model only
+	modelSource := service.DataSource{Kind: "model", Name: forecast.ModelName,
+		Description: "the embedded damped-trend exponential smoothing of log closes (docs/rules.md)"}
+	if cfg.KronosModel != "" {
+		k, err := loadKronos(cfg, metrics, logger)
+		if err != nil {
+			return err
+		}
+		model = k
+		modelSource = service.DataSource{Kind: "model", Name: k.Name(), Description: "Kronos, the open K-line foundation model (github.com/shiyu-coder/Kronos, MIT), " +
+			"run in process; the embedded damped-trend smoothing answers when it fails (the answer's fallback says so)"}
+	}
 	if cfg.ForecastModel != "" {
 		conn, err := dialModel(cfg, metrics.UnaryClient("model"))
 		if err != nil {
@@ -284,6 +297,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		}
 		cleanups = append(cleanups, func() { conn.Close() })
 		model = service.NewRemoteModel(tollgatev1.NewForecastModelServiceClient(conn), cfg.ForecastTimeout)
+		modelSource = service.DataSource{Kind: "model", Name: "remote model", Description: "a ForecastModelService at " + cfg.ForecastModel +
+			"; the embedded damped-trend smoothing answers when it fails (the answer's fallback says so)"}
 	}
 	wc := whaleConfig(cfg, pay)
 	wc.Observe = func(st whales.Stats, took time.Duration, err error) {
@@ -304,7 +319,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		Version:         buildVersion(),
 		Revision:        buildRevision(),
 		CommitTime:      buildInfo().Time,
-		Sources:         []service.DataSource{candleSource, equitySource},
+		Sources:         []service.DataSource{candleSource, equitySource, modelSource},
 		Mode:            pay.mode,
 		Terms:           pay.terms,
 		DevnetContracts: pay.scenario,
@@ -909,4 +924,20 @@ func routeOf(cat *catalog.Catalog) func(*http.Request) string {
 		}
 		return rest(r)
 	}
+}
+
+// loadKronos reads the Kronos checkpoints and serves them with the
+// service's sampling, each inference in the metrics.
+func loadKronos(cfg *config, metrics *admin.Metrics, logger *slog.Logger) (*service.KronosModel, error) {
+	start := time.Now()
+	m, err := kronos.Load(cfg.KronosModel, cfg.KronosTokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("kronos: %w", err)
+	}
+	info := m.Info()
+	k := service.NewKronosModel(m, service.KronosSampling(), cfg.ForecastTimeout, metrics.Inference)
+	metrics.ExpectModel(k.Name())
+	logger.Info("kronos loaded", "model", k.Name(), "params", info.Params, "tokenizer_params", info.TokenizerParams,
+		"from", cfg.KronosModel, "tokenizer", cfg.KronosTokenizer, "took", time.Since(start).Round(time.Millisecond))
+	return k, nil
 }

@@ -23,6 +23,9 @@ type Result struct {
 	Source    string
 	Synthetic bool
 	At        time.Time
+	// Fallback says why the embedded model answered in place of the
+	// configured one; empty when the configured one answered.
+	Fallback string
 }
 
 // Cache keeps forecasts per product and horizon for a TTL, collapses

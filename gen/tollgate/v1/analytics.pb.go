@@ -1323,14 +1323,19 @@ type GetForecastResponse struct {
 	Cached bool `protobuf:"varint,6,opt,name=cached,proto3" json:"cached,omitempty"`
 	// Time of computation, RFC 3339 UTC.
 	AsOf string `protobuf:"bytes,7,opt,name=as_of,json=asOf,proto3" json:"as_of,omitempty"`
-	// Model that served the forecast: "embedded-damped-holt" (docs/rules.md)
-	// or the name a remote model gives itself.
+	// Model that served the forecast: "kronos-small" (or -mini, -base:
+	// Kronos run in process), "embedded-damped-holt" (docs/rules.md), or the
+	// name a remote model gives itself.
 	Model string `protobuf:"bytes,8,opt,name=model,proto3" json:"model,omitempty"`
 	// Feed of the closes the model read, e.g. "coinbase-exchange",
 	// "yahoo-finance" or "devnet-synthetic".
 	Source string `protobuf:"bytes,9,opt,name=source,proto3" json:"source,omitempty"`
 	// True when that feed is synthetic, not market data.
-	Synthetic     bool `protobuf:"varint,10,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
+	Synthetic bool `protobuf:"varint,10,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
+	// Empty when the configured model answered. When it failed (an error,
+	// its deadline), the embedded model answered instead and this says
+	// why, e.g. "kronos-small: deadline exceeded".
+	Fallback      string `protobuf:"bytes,11,opt,name=fallback,proto3" json:"fallback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1433,6 +1438,13 @@ func (x *GetForecastResponse) GetSynthetic() bool {
 		return x.Synthetic
 	}
 	return false
+}
+
+func (x *GetForecastResponse) GetFallback() string {
+	if x != nil {
+		return x.Fallback
+	}
+	return ""
 }
 
 var File_tollgate_v1_analytics_proto protoreflect.FileDescriptor
@@ -1564,7 +1576,7 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	" \x01(00\x01:\x0224H\x01R\apredLen\x88\x01\x01B\n" +
 	"\n" +
 	"\b_productB\v\n" +
-	"\t_pred_len\"\xbb\x02\n" +
+	"\t_pred_len\"\xd7\x02\n" +
 	"\x13GetForecastResponse\x12\x18\n" +
 	"\aproduct\x18\x01 \x01(\tR\aproduct\x12\x1d\n" +
 	"\n" +
@@ -1577,7 +1589,8 @@ const file_tollgate_v1_analytics_proto_rawDesc = "" +
 	"\x05model\x18\b \x01(\tR\x05model\x12\x16\n" +
 	"\x06source\x18\t \x01(\tR\x06source\x12\x1c\n" +
 	"\tsynthetic\x18\n" +
-	" \x01(\bR\tsynthetic2\x9e\r\n" +
+	" \x01(\bR\tsynthetic\x12\x1a\n" +
+	"\bfallback\x18\v \x01(\tR\bfallback2\x9e\r\n" +
 	"\x10AnalyticsService\x12\xaf\x01\n" +
 	"\n" +
 	"GetCandles\x12\x1e.tollgate.v1.GetCandlesRequest\x1a\x1f.tollgate.v1.GetCandlesResponse\"`\x92\xb5\x18L\n" +

@@ -684,7 +684,8 @@ func (x *PaymentTerms) GetFacilitator() string {
 // An upstream the answers are computed from.
 type DataSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// What it supplies: "candles", ...
+	// What it supplies: "candles", "equities", or "model" (the forecasting
+	// model that serves /forecast and /signal's expected return).
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Its name, e.g. "coinbase-exchange" or "devnet-synthetic".
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
