@@ -64,7 +64,8 @@ func KronosName(info kronos.Info) string {
 func (k *KronosModel) Name() string { return k.name }
 
 // Predict forecasts steps closes after s from its last 512 − steps
-// candles, sampled with the model's options and a seed drawn from the
+// candles, at the times of the bars that follow (an equity's next session
+// hours), sampled with the model's options and a seed drawn from the
 // inputs.
 func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
@@ -77,11 +78,7 @@ func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) (
 	for i, c := range s.Candles[len(s.Candles)-n:] {
 		in[i] = kronos.Candle{Time: c.Time.UTC(), Open: c.Open, High: c.High, Low: c.Low, Close: c.Close, Volume: c.Volume}
 	}
-	last := in[n-1].Time
-	future := make([]time.Time, steps)
-	for i := range future {
-		future[i] = last.Add(time.Duration(i+1) * s.Granularity)
-	}
+	future := market.NextBars(s.Product, s.Granularity, in[n-1].Time, steps)
 	select {
 	case k.turn <- struct{}{}:
 	case <-ctx.Done():

@@ -36,6 +36,37 @@ func barEnd(t time.Time) time.Time {
 	return minTime(t.Add(time.Hour), day.Add(sessionClose))
 }
 
+// NextBars returns the start times of the n bars that follow the bar
+// starting at last in a series of product at granularity g: for an NSE
+// equity the next session bars (Monday to Friday, 09:15 … 15:15 IST,
+// hourly; the exchange's holidays are not known here and count as
+// trading days), for any other product every g.
+func NextBars(product string, g time.Duration, last time.Time, n int) []time.Time {
+	out := make([]time.Time, 0, n)
+	if !IsEquity(product) || g != time.Hour {
+		for i := 1; i <= n; i++ {
+			out = append(out, last.Add(time.Duration(i)*g))
+		}
+		return out
+	}
+	t := last.In(ist)
+	for len(out) < n {
+		t = t.Add(time.Hour)
+		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, ist)
+		switch lastBar := sessionClose - 15*time.Minute; {
+		case t.Sub(day) > lastBar: // past the day's last bar: the next day's first
+			t = day.AddDate(0, 0, 1).Add(sessionOpen)
+		case t.Sub(day) < sessionOpen:
+			t = day.Add(sessionOpen)
+		}
+		for t.Weekday() == time.Saturday || t.Weekday() == time.Sunday {
+			t = t.AddDate(0, 0, 1)
+		}
+		out = append(out, t.In(last.Location()))
+	}
+	return out
+}
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
