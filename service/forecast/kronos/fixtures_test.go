@@ -17,7 +17,8 @@ import (
 // The fixtures: testdata/ holds copies of the tiny checkpoint, every case
 // and filters.json from the reference run described in testdata/README.md.
 // The mini checkpoint (31 MB) is not copied; cases that need it run when
-// the shared fixtures directory is present and are skipped otherwise.
+// the shared fixtures directory is present (beside the repository, or
+// named by TOLLGATE_KRONOS_FIXTURES) and are skipped otherwise.
 const sharedFixtures = "../../../../shared/kronos"
 
 // Tolerances for a float32 port (testdata/README.md).
@@ -31,7 +32,10 @@ const (
 // config, skipping the test when they are not available.
 func checkpointDirs(t testing.TB, config string) (model, tok string) {
 	t.Helper()
-	for _, root := range []string{"testdata", sharedFixtures} {
+	for _, root := range []string{"testdata", os.Getenv("TOLLGATE_KRONOS_FIXTURES"), sharedFixtures} {
+		if root == "" {
+			continue
+		}
 		dir := filepath.Join(root, config)
 		if _, err := os.Stat(filepath.Join(dir, "model", "model.safetensors")); err == nil {
 			return filepath.Join(dir, "model"), filepath.Join(dir, "tokenizer")
