@@ -118,7 +118,7 @@ func NewAnalytics(src Sources) *Analytics {
 		src.CacheLookup = func(string, bool) {}
 	}
 	return &Analytics{model: src.Model, log: src.Log, equities: src.Equities, candles: src.Candles, chain: src.Chain, whales: src.Whales, tape: src.Tape,
-		scans: &scans{m: map[common.Hash]bytecode.Scan{}, lookup: src.CacheLookup}, forecasts: forecast.NewCache(forecastTTL, forecastEntries, nil),
+		scans: &scans{m: map[common.Hash]bytecode.Scan{}, lookup: src.CacheLookup}, forecasts: forecast.NewCache(forecastTTL, fallbackTTL, forecastEntries, nil),
 		cacheLookup: src.CacheLookup}
 }
 

@@ -22,6 +22,9 @@ const (
 	forecastCloses = 720
 	// forecastTTL is how long a forecast is served from the cache (SPEC §8).
 	forecastTTL = 900 * time.Second
+	// fallbackTTL is how long the embedded model's answer in place of a
+	// failed model is served: the configured model is asked again after.
+	fallbackTTL = 60 * time.Second
 	// forecastEntries bounds the cache: 7 products × 48 horizons fit.
 	forecastEntries = 7 * 48
 )

@@ -28,11 +28,14 @@ type Result struct {
 	Fallback string
 }
 
-// Cache keeps forecasts per product and horizon for a TTL, collapses
-// concurrent cold requests for one key into one computation, and holds at
-// most Max entries (the oldest goes first).
+// Cache keeps forecasts per product and horizon for a TTL (a fallback's,
+// answered by the embedded model in place of a failed one, for a shorter
+// one, so the configured model is asked again soon), collapses concurrent
+// cold requests for one key into one computation, and holds at most Max
+// entries (the oldest goes first).
 type Cache struct {
 	ttl     time.Duration
+	retry   time.Duration
 	max     int
 	now     func() time.Time
 	mu      sync.Mutex
@@ -40,12 +43,13 @@ type Cache struct {
 	flight  singleflight.Group
 }
 
-// NewCache returns a cache; it does no I/O.
-func NewCache(ttl time.Duration, maxEntries int, now func() time.Time) *Cache {
+// NewCache returns a cache keeping answers for ttl and fallbacks for
+// retry; it does no I/O.
+func NewCache(ttl, retry time.Duration, maxEntries int, now func() time.Time) *Cache {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{ttl: ttl, max: maxEntries, now: now, entries: map[string]Result{}}
+	return &Cache{ttl: ttl, retry: retry, max: maxEntries, now: now, entries: map[string]Result{}}
 }
 
 // Get returns the forecast of product over steps: from the cache while it
@@ -56,7 +60,7 @@ func (c *Cache) Get(ctx context.Context, product string, steps int, compute func
 	c.mu.Lock()
 	r, ok := c.entries[key]
 	c.mu.Unlock()
-	if ok && c.now().Sub(r.At) < c.ttl {
+	if ok && c.now().Sub(r.At) < c.keep(r) {
 		return r, true, nil
 	}
 	v, err, _ := c.flight.Do(key, func() (any, error) {
@@ -76,6 +80,14 @@ func (c *Cache) Get(ctx context.Context, product string, steps int, compute func
 		return Result{}, false, err
 	}
 	return v.(Result), false, nil
+}
+
+// keep is how long r is served from the cache.
+func (c *Cache) keep(r Result) time.Duration {
+	if r.Fallback != "" {
+		return min(c.retry, c.ttl)
+	}
+	return c.ttl
 }
 
 func (c *Cache) evictOldest() {

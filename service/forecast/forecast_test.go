@@ -49,13 +49,14 @@ func TestForecastShapes(t *testing.T) {
 }
 
 // TestCache: hits within the TTL, a recomputation after it, one
-// computation for 100 concurrent cold callers, and a bounded size.
+// computation for 100 concurrent cold callers, a bounded size, and a
+// fallback kept for its shorter retry time.
 func TestCache(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := forecast.NewCache(900*time.Second, 2, clock)
+	c := forecast.NewCache(900*time.Second, 60*time.Second, 2, clock)
 	var computed atomic.Int64
 	release := make(chan struct{})
 	compute := func(context.Context) (forecast.Result, error) {
@@ -100,6 +101,27 @@ func TestCache(t *testing.T) {
 	}
 	if _, cached, _ := c.Get(context.Background(), "ETH-USD", 1, compute); cached {
 		t.Error("more entries kept than the bound")
+	}
+
+	// A fallback is kept for the retry time only: the configured model is
+	// asked again a minute later, well within the TTL.
+	fallback := func(context.Context) (forecast.Result, error) {
+		computed.Add(1)
+		return forecast.Result{Product: "BTC-USD", At: clock(), Fallback: "kronos-small: deadline exceeded"}, nil
+	}
+	before := computed.Load()
+	_, _, _ = c.Get(context.Background(), "BTC-USD", 24, fallback)
+	mu.Lock()
+	now = now.Add(59 * time.Second)
+	mu.Unlock()
+	if _, cached, _ := c.Get(context.Background(), "BTC-USD", 24, fallback); !cached {
+		t.Error("a fallback not kept within its retry time")
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	if _, cached, _ := c.Get(context.Background(), "BTC-USD", 24, fallback); cached || computed.Load() != before+2 {
+		t.Error("a fallback kept past its retry time")
 	}
 }
 
