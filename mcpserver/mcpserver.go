@@ -110,7 +110,7 @@ func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes
 		s.AddTool(t.Tool, newCaller(t.op).handler(gate))
 	}
 	addResources(s, strings.TrimSuffix(cfg.PublicURL, "/"), cat, newCaller)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+	return cors(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
 		Logger:       logger,
@@ -120,7 +120,26 @@ func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes
 		// balancer on the same host forwards the public Host.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxBody,
-	}), nil
+	})), nil
+}
+
+// cors lets browser MCP clients call the endpoint, as the REST API lets
+// browsers pay: any origin, the transport's headers, a preflight answered
+// here (the SDK refuses OPTIONS).
+func cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "POST, GET, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, Accept, Mcp-Protocol-Version, Mcp-Session-Id, Last-Event-ID")
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // caller runs one operation's tool calls.
@@ -220,14 +239,15 @@ type Limiter interface {
 	Allow(r *http.Request, paid bool) (wait time.Duration, ok bool)
 }
 
-// Limit returns next behind l, one token a request: a request carrying a
-// tool call with a payment in _meta takes from the paid bucket, any other
-// from the free one, as a REST request with or without a payment header
-// would. A refused request is answered 429 with Retry-After and a
-// JSON-RPC error, before the MCP server reads it.
+// Limit returns next behind l, one token a message: a tool call with a
+// payment in _meta takes from the paid bucket, any other message from the
+// free one, as a REST request with or without a payment header would (a
+// JSON-RPC batch, which revisions before 2025-06-18 allow, takes a token
+// for each of its messages). A refused request is answered 429 with
+// Retry-After and a JSON-RPC error, before the MCP server reads it.
 func Limit(l Limiter, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		paid := false
+		buckets := []bool{false} // a request without a body: one free token
 		if r.Method == http.MethodPost && r.Body != nil {
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 			if err != nil {
@@ -235,23 +255,27 @@ func Limit(l Limiter, next http.Handler) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			paid = carriesPayment(body)
+			buckets = paidMessages(body)
 		}
-		if wait, ok := l.Allow(r, paid); !ok {
-			secs := max(int64(math.Ceil(wait.Seconds())), 1)
-			w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many requests from this client; retry after %d s"}}`, secs)
-			return
+		for _, paid := range buckets {
+			if wait, ok := l.Allow(r, paid); !ok {
+				secs := max(int64(math.Ceil(wait.Seconds())), 1)
+				w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"too many requests from this client; retry after %d s"}}`, secs)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// carriesPayment reports whether a request body holds a tools/call with
-// params._meta["x402/payment"] (a JSON-RPC batch counts if any does).
-func carriesPayment(body []byte) bool {
+// paidMessages says, for each JSON-RPC message of a request body (one,
+// or each of a batch), whether it is a tools/call with
+// params._meta["x402/payment"]; a body that is no JSON-RPC is one unpaid
+// message (the server refuses it).
+func paidMessages(body []byte) []bool {
 	type message struct {
 		Method string `json:"method"`
 		Params struct {
@@ -259,17 +283,17 @@ func carriesPayment(body []byte) bool {
 		} `json:"params"`
 	}
 	var msgs []message
-	if err := json.Unmarshal(body, &msgs); err != nil {
+	if err := json.Unmarshal(body, &msgs); err != nil || len(msgs) == 0 {
 		var m message
 		if json.Unmarshal(body, &m) != nil {
-			return false
+			return []bool{false}
 		}
 		msgs = []message{m}
 	}
-	for _, m := range msgs {
-		if _, ok := m.Params.Meta[payment.MetaPayment]; ok && m.Method == "tools/call" {
-			return true
-		}
+	out := make([]bool, len(msgs))
+	for i, m := range msgs {
+		_, ok := m.Params.Meta[payment.MetaPayment]
+		out[i] = ok && m.Method == "tools/call"
 	}
-	return false
+	return out
 }

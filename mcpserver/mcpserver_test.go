@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,18 +189,18 @@ func (l *fakeLimiter) Allow(_ *http.Request, paid bool) (time.Duration, bool) {
 func TestLimit(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name  string
-		body  string
-		paid  bool
-		allow bool
+		name    string
+		body    string
+		buckets []bool // the tokens taken: paid or free
+		allow   bool
 	}{
-		{"list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, true},
-		{"unpaid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime"}}`, false, true},
-		{"paid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime","_meta":{"x402/payment":{}}}}`, true, true},
-		{"payment elsewhere", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x402/payment":{}}}}`, false, true},
-		{"batch with a paid call", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"x402/payment":"x"}}}]`, true, true},
-		{"junk", `{{`, false, true},
-		{"refused", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, false, false},
+		{"list", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []bool{false}, true},
+		{"unpaid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime"}}`, []bool{false}, true},
+		{"paid call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"regime","_meta":{"x402/payment":{}}}}`, []bool{true}, true},
+		{"payment elsewhere", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"x402/payment":{}}}}`, []bool{false}, true},
+		{"batch: a token a message", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"x402/payment":"x"}}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"x402/payment":"y"}}}]`, []bool{false, true, true}, true},
+		{"junk", `{{`, []bool{false}, true},
+		{"refused", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []bool{false}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -211,8 +212,8 @@ func TestLimit(t *testing.T) {
 			}))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tt.body)))
-			if len(l.paid) != 1 || l.paid[0] != tt.paid {
-				t.Errorf("buckets asked %v, want [%v]", l.paid, tt.paid)
+			if !slices.Equal(l.paid, tt.buckets) {
+				t.Errorf("buckets asked %v, want %v", l.paid, tt.buckets)
 			}
 			switch {
 			case tt.allow && seen != tt.body:
@@ -224,14 +225,23 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-// TestOtherMethods: a sessionless server has no stream to open and no
-// session to end: GET and DELETE are 405, as the transport allows.
+// TestOtherMethods: a browser's preflight is answered for any origin; a
+// sessionless server has no stream to open and no session to end: GET
+// and DELETE are 405, as the transport allows.
 func TestOtherMethods(t *testing.T) {
 	t.Parallel()
 	cat, _ := catalog.Load()
 	h, err := New(Config{Timeout: time.Second, Version: "test", PublicURL: "http://tollgate.test"}, fakeConn{}, cat, gateway.PaidRoutes(cat), &fakeGate{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
+	}
+	pre := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodOptions, "/mcp", nil)
+	req.Header.Set("Origin", "https://agent.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	h.ServeHTTP(pre, req)
+	if pre.Code != http.StatusNoContent || pre.Header().Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(pre.Header().Get("Access-Control-Allow-Headers"), "Mcp-Protocol-Version") {
+		t.Errorf("preflight: %d %v", pre.Code, pre.Header())
 	}
 	for _, method := range []string{http.MethodGet, http.MethodDelete} {
 		rec := httptest.NewRecorder()

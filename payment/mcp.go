@@ -105,6 +105,11 @@ func toolEnvelope(v any) (*Envelope, error) {
 		}
 		raw = b
 	case map[string]any:
+		// The SDK decoded _meta already: the payload is written back as
+		// JSON (keys sorted, numbers as float64, exact up to 2^53, which
+		// every integer a PaymentPayload holds as a number is within; its
+		// amounts and nonces are strings). Raw, passed on to a remote
+		// facilitator, is this JSON, not the client's bytes.
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: where + ": " + err.Error()}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -129,8 +130,8 @@ func readCandles(r io.Reader) ([]kronos.Candle, time.Duration, error) {
 			return 0, nil // optional volume or amount
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(row[i]), 64)
-		if err != nil {
-			return 0, fmt.Errorf("line %d: %s %q is not a number", line, name, row[i])
+		if err != nil || math.Abs(v) > math.MaxFloat32 { // the model computes in float32
+			return 0, fmt.Errorf("line %d: %s %q is not a number within float32's range", line, name, row[i])
 		}
 		return v, nil
 	}

@@ -82,6 +82,8 @@ func TestKronosCommand(t *testing.T) {
 			write("cols.csv", "timestamp,open,high,low\n2026-01-01T00:00:00Z,1,2,0.5\n2026-01-01T01:00:00Z,1,2,0.5\n")}, "no \"close\" column"},
 		{"uneven interval", []string{"--kronos-model", model, "--kronos-tokenizer", tok, "--pred-len", "4",
 			write("gap.csv", "timestamp,open,high,low,close\n2026-01-01T00:00:00Z,1,2,0.5,1\n2026-01-01T01:00:00Z,1,2,0.5,1\n2026-01-01T03:00:00Z,1,2,0.5,1\n")}, "line 4: an interval of 2h0m0s after 1h0m0s"},
+		{"beyond float32", []string{"--kronos-model", model, "--kronos-tokenizer", tok, "--pred-len", "4",
+			write("big.csv", "timestamp,open,high,low,close\n2026-01-01T00:00:00Z,1,2,0.5,1e40\n2026-01-01T01:00:00Z,1,2,0.5,1\n")}, "line 2: close \"1e40\" is not a number within float32's range"},
 		{"not a checkpoint", []string{"--kronos-model", bad, "--kronos-tokenizer", tok, "--pred-len", "4", good}, "config.json"},
 	} {
 		var out, errOut bytes.Buffer

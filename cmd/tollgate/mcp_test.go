@@ -110,6 +110,19 @@ func TestMCPTools(t *testing.T) {
 				t.Errorf("%s does not point at %s/mcp", path, s.base)
 			}
 		}
+		// The two facades split by exact path: an unclean one is the
+		// gateway's 404 with its body, not a redirect around the limiter.
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for _, path := range []string{"//regime", "/x/../mcp", "/mcp/"} {
+			resp, err := noRedirect.Get(s.base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("GET %s: %d, want 404", path, resp.StatusCode)
+			}
+		}
 		var wk struct {
 			Tools []struct {
 				Resource string

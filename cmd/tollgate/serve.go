@@ -364,9 +364,16 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	// runs inside each tool call, and REST behind the gate's middleware.
 	// Each is behind the limiter, which refuses floods before a signature
 	// is checked: REST by its payment headers, MCP by its body's _meta.
-	api := http.NewServeMux()
-	api.Handle(mcpserver.Path, mcpserver.Limit(limiter, tools))
-	api.Handle("/", limiter.Handler(gate.Handler(gw)))
+	// The split is by exact path, not a ServeMux, which would redirect
+	// unclean paths ("//regime") that the gateway refuses with its body.
+	mcpAPI, restAPI := mcpserver.Limit(limiter, tools), limiter.Handler(gate.Handler(gw))
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == mcpserver.Path {
+			mcpAPI.ServeHTTP(w, r)
+			return
+		}
+		restAPI.ServeHTTP(w, r)
+	})
 	// Outside in: the access log sees every answer (429s too); the metrics
 	// time it; oversized headers get the JSON 431; then the facades.
 	public := gateway.AccessLog(logger, metrics.Instrument(routeOf(cat),

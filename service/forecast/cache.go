@@ -54,7 +54,9 @@ func NewCache(ttl, retry time.Duration, maxEntries int, now func() time.Time) *C
 
 // Get returns the forecast of product over steps: from the cache while it
 // is younger than the TTL (cached true), else from compute, once for all
-// concurrent callers of the key.
+// concurrent callers of the key. The computation is theirs together: it
+// runs without the first caller's cancellation (compute bounds its own
+// work), and a caller who leaves stops waiting for it, not it.
 func (c *Cache) Get(ctx context.Context, product string, steps int, compute func(context.Context) (Result, error)) (Result, bool, error) {
 	key := fmt.Sprintf("%s/%d", product, steps)
 	c.mu.Lock()
@@ -63,8 +65,9 @@ func (c *Cache) Get(ctx context.Context, product string, steps int, compute func
 	if ok && c.now().Sub(r.At) < c.keep(r) {
 		return r, true, nil
 	}
-	v, err, _ := c.flight.Do(key, func() (any, error) {
-		r, err := compute(ctx)
+	shared := context.WithoutCancel(ctx)
+	flight := c.flight.DoChan(key, func() (any, error) {
+		r, err := compute(shared)
 		if err != nil {
 			return Result{}, err
 		}
@@ -76,10 +79,15 @@ func (c *Cache) Get(ctx context.Context, product string, steps int, compute func
 		c.entries[key] = r
 		return r, nil
 	})
-	if err != nil {
-		return Result{}, false, err
+	select {
+	case <-ctx.Done():
+		return Result{}, false, ctx.Err()
+	case res := <-flight:
+		if res.Err != nil {
+			return Result{}, false, res.Err
+		}
+		return res.Val.(Result), false, nil
 	}
-	return v.(Result), false, nil
 }
 
 // keep is how long r is served from the cache.

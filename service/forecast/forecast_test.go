@@ -49,8 +49,9 @@ func TestForecastShapes(t *testing.T) {
 }
 
 // TestCache: hits within the TTL, a recomputation after it, one
-// computation for 100 concurrent cold callers, a bounded size, and a
-// fallback kept for its shorter retry time.
+// computation for 100 concurrent cold callers, a bounded size, a
+// fallback kept for its shorter retry time, and a computation that
+// outlives a caller who leaves.
 func TestCache(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -122,6 +123,41 @@ func TestCache(t *testing.T) {
 	mu.Unlock()
 	if _, cached, _ := c.Get(context.Background(), "BTC-USD", 24, fallback); cached || computed.Load() != before+2 {
 		t.Error("a fallback kept past its retry time")
+	}
+
+	// A caller who leaves stops waiting; the computation, shared with the
+	// others, goes on under a context the caller's cancellation does not
+	// reach, and its answer is cached.
+	ctx, cancel := context.WithCancel(context.Background())
+	started, finish := make(chan struct{}), make(chan struct{})
+	var sawCancel atomic.Bool
+	slow := func(ctx context.Context) (forecast.Result, error) {
+		close(started)
+		<-finish
+		sawCancel.Store(ctx.Err() != nil)
+		return forecast.Result{Product: "SOL-USD", At: clock()}, nil
+	}
+	left := make(chan error, 1)
+	go func() {
+		_, _, err := c.Get(ctx, "SOL-USD", 24, slow)
+		left <- err
+	}()
+	<-started
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Errorf("a caller who left: %v", err)
+	}
+	close(finish)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, cached, _ := c.Get(context.Background(), "SOL-USD", 24, slow); cached {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the computation the leaver started was not cached")
+		}
+	}
+	if sawCancel.Load() {
+		t.Error("the shared computation saw the leaver's cancellation")
 	}
 }
 

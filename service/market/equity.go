@@ -40,7 +40,8 @@ func barEnd(t time.Time) time.Time {
 // starting at last in a series of product at granularity g: for an NSE
 // equity the next session bars (Monday to Friday, 09:15 … 15:15 IST,
 // hourly; the exchange's holidays are not known here and count as
-// trading days), for any other product every g.
+// trading days, and after a special weekend session come Monday's bars),
+// for any other product every g.
 func NextBars(product string, g time.Duration, last time.Time, n int) []time.Time {
 	out := make([]time.Time, 0, n)
 	if !IsEquity(product) || g != time.Hour {
@@ -59,8 +60,8 @@ func NextBars(product string, g time.Duration, last time.Time, n int) []time.Tim
 		case t.Sub(day) < sessionOpen:
 			t = day.Add(sessionOpen)
 		}
-		for t.Weekday() == time.Saturday || t.Weekday() == time.Sunday {
-			t = t.AddDate(0, 0, 1)
+		for t.Weekday() == time.Saturday || t.Weekday() == time.Sunday { // a weekend: Monday's first bar
+			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, ist).Add(sessionOpen)
 		}
 		out = append(out, t.In(last.Location()))
 	}

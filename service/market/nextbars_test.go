@@ -23,6 +23,9 @@ func TestNextBars(t *testing.T) {
 		want    []string // IST for equities, UTC otherwise
 	}{
 		{"TCS.NS", time.Date(2026, 11, 20, 13, 15, 0, 0, ist), []string{"2026-11-20 14:15", "2026-11-20 15:15", "2026-11-23 09:15", "2026-11-23 10:15"}}, // a Friday
+		// A special Saturday session (Budget day): its bars are not
+		// foreseeable; the next known ones are Monday's, from 09:15.
+		{"HDFCBANK.NS", time.Date(2025, 2, 1, 10, 15, 0, 0, ist), []string{"2025-02-03 09:15", "2025-02-03 10:15", "2025-02-03 11:15"}},
 		{"INFY.NS", time.Date(2026, 11, 24, 15, 15, 0, 0, ist), []string{"2026-11-25 09:15", "2026-11-25 10:15", "2026-11-25 11:15", "2026-11-25 12:15"}},
 		{"ETH-USD", at("2026-11-20 23:00 UTC"), []string{"2026-11-21 00:00", "2026-11-21 01:00", "2026-11-21 02:00", "2026-11-21 03:00"}},
 	} {
