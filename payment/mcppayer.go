@@ -35,6 +35,24 @@ func (p *Payer) CallTool(ctx context.Context, session *mcp.ClientSession, name s
 	if err != nil {
 		return first, err
 	}
+	return p.payTool(ctx, session, name, args, o, sc)
+}
+
+// PayTool calls the tool name with args paying o, an offer its
+// requirement made (ToolOffer's), with the payer's scheme client of that
+// scheme: no unpaid call first.
+func (p *Payer) PayTool(ctx context.Context, session *mcp.ClientSession, name string, args map[string]any, o Offer) (*ToolResult, error) {
+	for _, sc := range p.Schemes {
+		if sc.Name() == o.Entry.Scheme {
+			return p.payTool(ctx, session, name, args, o, sc)
+		}
+	}
+	return nil, fmt.Errorf("pay: no %s client to pay the offer with", o.Entry.Scheme)
+}
+
+// payTool pays o with sc and calls again, once more after a refusal sc
+// recovers from.
+func (p *Payer) payTool(ctx context.Context, session *mcp.ClientSession, name string, args map[string]any, o Offer, sc SchemeClient) (*ToolResult, error) {
 	for attempt := 0; ; attempt++ {
 		pay, err := sc.Pay(o)
 		if err != nil {

@@ -391,6 +391,33 @@ func TestMCPTools(t *testing.T) {
 		}
 	})
 
+	t.Run("tollgate pay --tool", func(t *testing.T) {
+		dir := t.TempDir()
+		challenges := func() float64 {
+			v, _ := sample(scrape(t, s.admin)["tollgate_payment_challenges_total"].GetMetric(), "operation", "forecast", "transport", "mcp")
+			return v
+		}
+		for _, scheme := range []string{exact.Scheme, batch.Scheme, batch.Scheme} {
+			before := challenges()
+			var out, errOut bytes.Buffer
+			args := []string{"pay", "--scheme", scheme, "--channel-dir", dir, "--tool", "forecast", "--args", `{"product":"ETH-USD","pred_len":100}`, s.base + "/mcp"}
+			if err := run(ctx, args, envOf(nil), &out, &errOut); err != nil {
+				t.Fatalf("%s: %v\n%s", scheme, err, errOut.String())
+			}
+			var f struct{ PredLen int }
+			if err := json.Unmarshal(out.Bytes(), &f); err != nil || f.PredLen != 48 || !strings.Contains(errOut.String(), "settlement: success=true") {
+				t.Errorf("%s: %s %s", scheme, out.String(), errOut.String())
+			}
+			if n := challenges() - before; n != 1 {
+				t.Errorf("%s: %v unpaid calls before paying, want 1", scheme, n)
+			}
+		}
+		var out, errOut bytes.Buffer
+		if err := run(ctx, []string{"pay", "--tool", "forecast", "--args", `{"product":"DOGE"}`, s.base + "/mcp"}, envOf(nil), &out, &errOut); err == nil || !strings.Contains(out.String(), "invalid_argument") {
+			t.Errorf("bad arguments: %v %s", err, out.String())
+		}
+	})
+
 	t.Run("funnel by transport", func(t *testing.T) {
 		fams := scrape(t, s.admin)
 		for _, tt := range []struct {
@@ -399,7 +426,7 @@ func TestMCPTools(t *testing.T) {
 		}{
 			{"tollgate_payment_settled_total", "regime", "mcp", 6},
 			{"tollgate_payment_settled_total", "regime", "rest", 2},
-			{"tollgate_payment_challenges_total", "forecast", "mcp", 1}, // discovery's; the bad arguments' none
+			{"tollgate_payment_challenges_total", "forecast", "mcp", 4}, // discovery's and pay --tool's three; the bad arguments' none
 		} {
 			v, ok := sample(fams[tt.name].GetMetric(), "operation", tt.op, "transport", tt.transport)
 			if !ok || v < tt.atLeast || tt.name == "tollgate_payment_challenges_total" && v != tt.atLeast {

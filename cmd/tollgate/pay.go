@@ -171,7 +171,7 @@ func payTool(ctx context.Context, p *payment.Payer, key *ecdsa.PrivateKey, endpo
 			return fmt.Errorf("pay: %w", serr)
 		}
 		p.Schemes = []payment.SchemeClient{sess}
-		res, err = p.CallTool(ctx, session, name, args)
+		res, err = p.PayTool(ctx, session, name, args, offer) // the offer's call was the unpaid one
 		if serr := save(); err == nil && serr != nil {
 			err = serr
 		}
