@@ -40,8 +40,11 @@ func (p *Payer) CallTool(ctx context.Context, session *mcp.ClientSession, name s
 
 // PayTool calls the tool name with args paying o, an offer its
 // requirement made (ToolOffer's), with the payer's scheme client of that
-// scheme: no unpaid call first.
+// scheme, within MaxAmount: no unpaid call first.
 func (p *Payer) PayTool(ctx context.Context, session *mcp.ClientSession, name string, args map[string]any, o Offer) (*ToolResult, error) {
+	if err := p.affordable(o); err != nil {
+		return nil, err
+	}
 	for _, sc := range p.Schemes {
 		if sc.Name() == o.Entry.Scheme {
 			return p.payTool(ctx, session, name, args, o, sc)

@@ -158,12 +158,8 @@ func (p *Payer) chooseFrom(offers []Offer) (Offer, SchemeClient, error) {
 			if o.Entry.Scheme != sc.Name() {
 				continue
 			}
-			amount, ok := new(big.Int).SetString(o.Entry.Amount, 10)
-			if !ok {
-				return Offer{}, nil, fmt.Errorf("pay: amount %q is not an integer", o.Entry.Amount)
-			}
-			if p.MaxAmount != nil && amount.Cmp(p.MaxAmount) > 0 {
-				return Offer{}, nil, fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", amount, p.MaxAmount)
+			if err := p.affordable(o); err != nil {
+				return Offer{}, nil, err
 			}
 			return o, sc, nil
 		}
@@ -173,6 +169,18 @@ func (p *Payer) chooseFrom(offers []Offer) (Offer, SchemeClient, error) {
 		names = append(names, sc.Name())
 	}
 	return Offer{}, nil, fmt.Errorf("pay: the 402 offers none of the schemes %v on an EVM network this payer knows", names)
+}
+
+// affordable checks o's amount against MaxAmount.
+func (p *Payer) affordable(o Offer) error {
+	amount, ok := new(big.Int).SetString(o.Entry.Amount, 10)
+	if !ok {
+		return fmt.Errorf("pay: amount %q is not an integer", o.Entry.Amount)
+	}
+	if p.MaxAmount != nil && amount.Cmp(p.MaxAmount) > 0 {
+		return fmt.Errorf("pay: the server asks %s atomic units, above the limit of %s", amount, p.MaxAmount)
+	}
+	return nil
 }
 
 // offers reads a 402's EVM accepts entries, from the v2 header or the v1

@@ -416,6 +416,12 @@ func TestMCPTools(t *testing.T) {
 		if err := run(ctx, []string{"pay", "--tool", "forecast", "--args", `{"product":"DOGE"}`, s.base + "/mcp"}, envOf(nil), &out, &errOut); err == nil || !strings.Contains(out.String(), "invalid_argument") {
 			t.Errorf("bad arguments: %v %s", err, out.String())
 		}
+		for _, scheme := range []string{exact.Scheme, batch.Scheme} {
+			err := run(ctx, []string{"pay", "--scheme", scheme, "--channel-dir", dir, "--max-amount", "1", "--tool", "forecast", s.base + "/mcp"}, envOf(nil), &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), "above the limit") {
+				t.Errorf("%s past --max-amount: %v", scheme, err)
+			}
+		}
 	})
 
 	t.Run("funnel by transport", func(t *testing.T) {
@@ -426,7 +432,7 @@ func TestMCPTools(t *testing.T) {
 		}{
 			{"tollgate_payment_settled_total", "regime", "mcp", 6},
 			{"tollgate_payment_settled_total", "regime", "rest", 2},
-			{"tollgate_payment_challenges_total", "forecast", "mcp", 4}, // discovery's and pay --tool's three; the bad arguments' none
+			{"tollgate_payment_challenges_total", "forecast", "mcp", 6}, // discovery's and pay --tool's five; the bad arguments' none
 		} {
 			v, ok := sample(fams[tt.name].GetMetric(), "operation", tt.op, "transport", tt.transport)
 			if !ok || v < tt.atLeast || tt.name == "tollgate_payment_challenges_total" && v != tt.atLeast {
