@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -23,13 +22,9 @@ import (
 // cannot write, say), which are logged and answered 500 with a fixed text.
 func errorHandler(logger *slog.Logger) runtime.ErrorHandlerFunc {
 	return func(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-		st, ok := status.FromError(err)
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			st = status.New(codes.DeadlineExceeded, "deadline exceeded")
-		case !ok:
+		st, unexpected := restjson.StatusOf(err)
+		if unexpected {
 			logger.ErrorContext(ctx, "gateway error", "path", r.URL.Path, "err", err)
-			st = status.New(codes.Internal, "internal error")
 		}
 		writeStatus(w, r, st)
 	}

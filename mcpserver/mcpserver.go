@@ -187,13 +187,9 @@ func (c *caller) call(ctx context.Context, args url.Values) *payment.Response {
 	}
 	resp := mt.New().Interface()
 	if err := c.conn.Invoke(ctx, c.op.FullMethod(), req, resp); err != nil {
-		st, ok := status.FromError(err)
-		switch {
-		case errors.Is(err, context.DeadlineExceeded) || st.Code() == codes.DeadlineExceeded:
-			st = status.New(codes.DeadlineExceeded, "deadline exceeded")
-		case !ok:
+		st, unexpected := restjson.StatusOf(err)
+		if unexpected {
 			c.logger.ErrorContext(ctx, "mcp: call failed", "tool", c.op.Name, "err", err)
-			st = status.New(codes.Internal, "internal error")
 		}
 		return errorResponse(st)
 	}
@@ -276,6 +272,9 @@ func Limit(l Limiter, next http.Handler) http.Handler {
 // params._meta["x402/payment"]; a body that is no JSON-RPC is one unpaid
 // message (the server refuses it).
 func paidMessages(body []byte) []bool {
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && !bytes.Contains(body, []byte(payment.MetaPayment)) {
+		return []bool{false} // one message, with no payment: the common case, not decoded twice
+	}
 	type message struct {
 		Method string `json:"method"`
 		Params struct {

@@ -182,7 +182,7 @@ func setSettlementHeader(w http.ResponseWriter, version int, req *Requirement, s
 }
 
 func writeJSONError(w http.ResponseWriter, status int, code, message string) {
-	body, _ := json.Marshal(map[string]any{"error": code, "message": message, "status": status, "accepted": []string{}})
+	body := errorBody(status, code, message)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")

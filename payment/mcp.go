@@ -147,8 +147,14 @@ func (t *toolReply) refused(status int, code, message string) {
 		t.required(RequiredV1{}, v2, nil)
 		return
 	}
+	t.result = errorResult(errorBody(status, code, message))
+}
+
+// errorBody is the JSON error body of the gate's own refusals, the REST
+// API's Error shape: code, message, status.
+func errorBody(status int, code, message string) []byte {
 	b, _ := json.Marshal(map[string]any{"error": code, "message": message, "status": status, "accepted": []string{}})
-	t.result = errorResult(b)
+	return b
 }
 
 func (t *toolReply) failure(r *Response) { t.result = errorResult(r.body) }

@@ -29,8 +29,11 @@ const (
 	description = "Pay-per-call data about tokens and wallets on Base (eip155:8453) and about ETH/BTC markets, paid per call with x402 in USDC on Base. No signup, no API key."
 	network     = "eip155:8453"
 	disclaimer  = "Data and model output for information only; not financial advice. No accuracy or performance is implied."
-	mcpHowTo    = "A tool call without payment returns a result with isError whose structuredContent (and content[0].text) is the x402 v2 PaymentRequired, resource mcp://tool/<name>; pay one of its accepts (exact or batch-settlement) and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; the result carries the settlement in _meta[\"x402/payment-response\"] (x402 specs/transports-v2/mcp.md). Bad arguments are refused before any payment."
-	payHowTo    = "Call a paid URL without payment to receive 402 with the payment requirements (x402 v1 JSON body and v2 PAYMENT-REQUIRED header). Sign an EIP-3009 TransferWithAuthorization of USDC on eip155:8453 for the price and retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). Bad parameters are refused with 400 before any payment. Free samples of every response are at /demo/{op}."
+	// MCPInstructions tell an agent connecting to the MCP endpoint what the
+	// server is and how its tools are paid.
+	MCPInstructions = description + " Every tool is one of the paid operations, at its price. " + mcpHowTo + " " + disclaimer
+	mcpHowTo        = "A tool call without payment returns a result with isError whose structuredContent (and content[0].text) is the x402 v2 PaymentRequired, resource mcp://tool/<name>; pay one of its accepts (exact or batch-settlement) and call again with the PaymentPayload object in params._meta[\"x402/payment\"]; the result carries the settlement in _meta[\"x402/payment-response\"] (x402 specs/transports-v2/mcp.md). Bad arguments are refused before any payment."
+	payHowTo        = "Call a paid URL without payment to receive 402 with the payment requirements (x402 v1 JSON body and v2 PAYMENT-REQUIRED header). Sign an EIP-3009 TransferWithAuthorization of USDC on eip155:8453 for the price and retry the same request with X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2). Bad parameters are refused with 400 before any payment. Free samples of every response are at /demo/{op}."
 )
 
 // DiscoveryConfig holds what the free operations say about the deployment.

@@ -351,7 +351,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	if err != nil {
 		return err
 	}
-	tools, err := mcpserver.New(mcpserver.Config{Timeout: cfg.RequestTimeout, Version: buildVersion(), Instructions: mcpInstructions, PublicURL: cfg.PublicURL},
+	tools, err := mcpserver.New(mcpserver.Config{Timeout: cfg.RequestTimeout, Version: buildVersion(), Instructions: service.MCPInstructions, PublicURL: cfg.PublicURL},
 		conn, cat, routes, gate, logger.With("component", "mcp"))
 	if err != nil {
 		return err
@@ -911,15 +911,6 @@ func readableDurations(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
-
-// mcpInstructions tell an agent connecting to /mcp what Tollgate is and
-// how its tools are paid.
-const mcpInstructions = "Tollgate: pay-per-call data about tokens and wallets on Base (eip155:8453) and about ETH/BTC markets. " +
-	"Every tool is paid per call with x402 in USDC on Base, no signup and no API key: call a tool without payment to get its " +
-	"x402 PaymentRequired (isError, structuredContent), sign one of its accepts (exact: an EIP-3009 authorization; " +
-	"batch-settlement: a channel voucher), and call again with the PaymentPayload in params._meta[\"x402/payment\"]. " +
-	"The settlement comes back in result._meta[\"x402/payment-response\"]. Invalid arguments are refused before any payment. " +
-	"Not financial advice."
 
 // routeOf names a public request's route for the metrics: the MCP
 // endpoint's, or the REST operation's pattern.

@@ -7,6 +7,7 @@ package restjson
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -411,6 +412,22 @@ func appendString(b []byte, s string) ([]byte, error) {
 }
 
 const hex = "0123456789abcdef"
+
+// StatusOf is the status a call's error is answered with: its own gRPC
+// status; DeadlineExceeded for a deadline, whoever's; or, for an error
+// that is no status (the caller's own failure, which it logs: unexpected
+// is true), Internal with a fixed text, since a status message reaches
+// the client.
+func StatusOf(err error) (st *status.Status, unexpected bool) {
+	st, ok := status.FromError(err)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.New(codes.DeadlineExceeded, "deadline exceeded"), false
+	case !ok:
+		return status.New(codes.Internal, "internal error"), true
+	}
+	return st, false
+}
 
 // StatusBody returns the HTTP status of a gRPC status and its Error body:
 //
