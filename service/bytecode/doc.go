@@ -26,6 +26,21 @@
 // they scale credits by, the contracts they call, and every DELEGATECALL's
 // target as each path found it.
 //
+// # Concrete calls
+//
+// For transfer and transferFrom the analysis also keeps every path whole:
+// each condition it took, with its masks, and each write. [Effects.Evaluate]
+// reads a concrete call from them (who calls, with which arguments, at
+// which time) with the storage words its caller supplies: the path all of
+// whose conditions hold is the one the call takes. It says whether the
+// call passes (and what it writes: a fee is the credit it leaves short of
+// the amount) or reverts (and the condition that decided it, with the
+// fields it read), or that it cannot tell, naming the slots it lacked so
+// that the caller reads them and asks again. Nothing is executed: the
+// paths are the analysis's, the words the chain's. A result holds only
+// for inputs no analysed value hides (a call's return data, a code size,
+// memory the path lost track of): those leave the call unknown.
+//
 // # Reachable code only
 //
 // A contract's code is not all its own: a factory carries its children's

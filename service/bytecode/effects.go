@@ -39,6 +39,9 @@ type Effects struct {
 	// way that reverts); writeVals the values each write stores.
 	gateConds map[Gate][]cond
 	writeVals map[writeKey][]*term
+	// calls are transfer's and transferFrom's paths kept whole, for
+	// Evaluate.
+	calls map[Selector]*keptPaths
 }
 
 type writeKey struct {
@@ -293,8 +296,26 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 			e.readTransfer(sel, x)
 		}
 	}
+	e.calls = map[Selector]*keptPaths{}
+	for _, sel := range []Selector{selTransfer, selTransferFrom} {
+		if !s.Has(sel) {
+			continue
+		}
+		x := newExplorer(code, end, dests, sel, calldataSize)
+		x.joins, x.consts, x.full = joins, consts, true
+		x.run()
+		kp := &keptPaths{complete: !x.incomplete && len(x.ends) <= maxKeptPaths}
+		if kp.complete {
+			kp.ends = x.ends
+		}
+		e.calls[sel] = kp
+	}
 	return e
 }
+
+// maxKeptPaths bounds the whole paths kept for one function: past it the
+// function is not evaluable (memory, for a cache of many codes).
+const maxKeptPaths = 4096
 
 // summarize turns one function's paths into its effects.
 func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {

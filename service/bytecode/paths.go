@@ -50,6 +50,11 @@ type cond struct {
 	// height and the return addresses on it): a loop turns in one
 	// frame, a shared internal function is entered from many.
 	frame uint64
+	// raw is the JUMPI's condition as it was, masks kept (a packed
+	// switch's bit is not its whole word), and jumped whether it was
+	// non-zero: what a concrete call is evaluated on (evaluate.go).
+	raw    *term
+	jumped bool
 }
 
 type write struct {
@@ -101,6 +106,10 @@ type explorer struct {
 	// incomplete: a bound was reached, or a jump went somewhere the
 	// analysis cannot follow (a computed target).
 	incomplete bool
+	// full keeps every condition and write of every path (the paths a
+	// concrete call is evaluated on, evaluate.go); otherwise outcomes keep
+	// only what the summaries read (rebase).
+	full bool
 }
 
 // joinPoints marks the JUMPDESTs that paths can reach in more than one
@@ -250,7 +259,7 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 			seg := taken.since(start)
 			sub := x.explore(taken, false)
 			x.steps += len(sub) // rebasing outcomes is work too
-			outs = rebase(outs, seg, sub)
+			outs = x.rebase(outs, seg, sub)
 		}
 		switch {
 		case memo && x.arrivals[s.pc] == 0:
@@ -262,11 +271,11 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 			seg := s.since(start)
 			sub := x.memoized(s)
 			x.steps += len(sub)
-			return rebase(outs, seg, sub)
+			return x.rebase(outs, seg, sub)
 		case s.pc < 0:
 			if s.end != nil {
 				e := s.end
-				outs = rebase(outs, s.since(start), []outcome{{ok: e.ok, selfdestruct: e.selfdestruct, panic: e.panic, ret: e.ret}})
+				outs = x.rebase(outs, s.since(start), []outcome{{ok: e.ok, selfdestruct: e.selfdestruct, panic: e.panic, ret: e.ret}})
 			}
 			return outs
 		}
@@ -349,12 +358,23 @@ func (s *pathState) key() uint64 {
 
 // rebase prefixes the outcomes found after a point with what the path
 // did before it (seg), kept to what the analysis reads, and adds them to
-// outs: for a path that succeeds, its caller checks and the bounds on its
+// outs; a full explorer keeps everything but computed storage. Otherwise: for a path that succeeds, its caller checks and the bounds on its
 // arguments (okRelevant), every write to a fixed slot or a mapping, every
 // call; for a revert, the conditions from the last one that is no
 // exemption on (gatesOf reads no further: the outcome is closed); for a
 // panic, nothing.
-func rebase(outs []outcome, seg segment, sub []outcome) []outcome {
+func (x *explorer) rebase(outs []outcome, seg segment, sub []outcome) []outcome {
+	if x.full {
+		for _, o := range sub {
+			n := o
+			n.closed = false
+			n.conds = link(seg.conds, o.conds, condHash)
+			n.writes = link(keptWrites(seg.writes), o.writes, writeHash)
+			n.calls = link(seg.calls, o.calls, callHash)
+			outs = append(outs, n)
+		}
+		return outs
+	}
 	var okConds []cond
 	var okWrites []write
 	okDone := false
@@ -647,8 +667,8 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 	}
 
 	taken := s.fork()
-	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc, frame: frame})
-	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc, frame: frame})
+	taken.conds = append(taken.conds, cond{base: base, truth: !neg, pc: pc, frame: frame, raw: condition, jumped: true})
+	s.conds = append(s.conds, cond{base: base, truth: neg, pc: pc, frame: frame, raw: condition})
 	s.pc++
 	if !x.jumpTo(taken, target) {
 		return nil
