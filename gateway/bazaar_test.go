@@ -285,7 +285,7 @@ func TestChallengeDescribesOperation(t *testing.T) {
 				t.Fatalf("response schema = %v", output)
 			}
 			accepts, _ := c.v1["accepts"].([]any)
-			if len(accepts) != 1 || !reflect.DeepEqual(withoutDescriptions(at(accepts[0], "outputSchema", "output")), output) {
+			if len(accepts) != 1 || !shortens(withoutDescriptions(at(accepts[0], "outputSchema", "output")), output) {
 				t.Fatalf("v1 outputSchema.output is not the v2 response schema")
 			}
 			if d, _ := at(accepts[0], "outputSchema", "output", "description").(string); d == "" {
@@ -407,7 +407,7 @@ func TestWellKnownMatchesChallenge(t *testing.T) {
 					t.Errorf("input.%s = %v\nthe 402 has %v", where, got, want)
 				}
 			}
-			if got, want := withoutDescriptions(at(item.Output, "schema")), at(ext, "schema", "properties", "output", "properties", "example"); at(item.Output, "type") != "json" || !reflect.DeepEqual(got, want) {
+			if got, want := withoutDescriptions(at(item.Output, "schema")), at(ext, "schema", "properties", "output", "properties", "example"); at(item.Output, "type") != "json" || !shortens(got, want) {
 				t.Errorf("output differs from the 402's response schema")
 			}
 			if want, _ := at(ext, "routeTemplate").(string); item.RouteTemplate != want {
@@ -415,4 +415,60 @@ func TestWellKnownMatchesChallenge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shortens: short is the schema full, or full with some nested objects
+// reduced to their type (the gate shortens a bazaar extension too large
+// for a client to echo in its payment header), never anything else.
+func shortens(full, short any) bool {
+	f, fok := full.(map[string]any)
+	s, sok := short.(map[string]any)
+	if !fok || !sok {
+		return reflect.DeepEqual(full, short)
+	}
+	if _, object := f["properties"]; object && len(s) == 1 && reflect.DeepEqual(s["type"], f["type"]) {
+		return true
+	}
+	if len(f) != len(s) {
+		return false
+	}
+	for k, fv := range f {
+		sv, ok := s[k]
+		if !ok {
+			return false
+		}
+		switch k {
+		case "properties":
+			fp, _ := fv.(map[string]any)
+			sp, _ := sv.(map[string]any)
+			if len(fp) != len(sp) {
+				return false
+			}
+			for name, p := range fp {
+				if !shortens(p, sp[name]) {
+					return false
+				}
+			}
+		case "items":
+			if !shortens(fv, sv) {
+				return false
+			}
+		case "oneOf", "anyOf", "allOf":
+			fl, _ := fv.([]any)
+			sl, _ := sv.([]any)
+			if len(fl) != len(sl) {
+				return false
+			}
+			for i := range fl {
+				if !shortens(fl[i], sl[i]) {
+					return false
+				}
+			}
+		default:
+			if !reflect.DeepEqual(fv, sv) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -148,6 +148,14 @@ func newDiscovery(name, description, pattern string, d *Discovery) (*discovery, 
 	if err != nil {
 		return nil, err
 	}
+	if len(bazaar) > maxBazaar && d.Output != nil {
+		// Too large to echo: the records inside the body keep their
+		// types, not their fields.
+		output["properties"].(map[string]any)["example"] = withoutDescriptions(shallow(d.Output, 2))
+		if bazaar, err = json.Marshal(ext); err != nil {
+			return nil, err
+		}
+	}
 	example := maps.Clone(queryExamples)
 	maps.Copy(example, pathExamples)
 	tool, err := json.Marshal(toolBazaar(name, description, d.InputSchema(), example, output))
@@ -196,6 +204,49 @@ func toolBazaar(name, description string, inputSchema, example, output map[strin
 			"required": []string{"input"},
 		},
 	}
+}
+
+// maxBazaar is the largest bazaar extension kept whole: a v2 client
+// echoes it in its payment header, base64 of the payload, its terms and
+// the extensions, which must stay under the gate's 8 KiB.
+const maxBazaar = 4 << 10
+
+// shallow returns a copy of the JSON Schema s whose objects nested more
+// than depth levels down keep their type only: the records inside a body,
+// not their fields.
+func shallow(s any, depth int) any {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return s
+	}
+	if _, object := m["properties"]; object && depth == 0 {
+		out := map[string]any{}
+		if t, ok := m["type"]; ok {
+			out["type"] = t
+		}
+		return out
+	}
+	out := maps.Clone(m)
+	if props, ok := m["properties"].(map[string]any); ok {
+		sub := make(map[string]any, len(props))
+		for name, p := range props {
+			sub[name] = shallow(p, depth-1)
+		}
+		out["properties"] = sub
+	}
+	if items, ok := m["items"]; ok {
+		out["items"] = shallow(items, depth)
+	}
+	for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+		if list, ok := m[k].([]any); ok {
+			sub := make([]any, len(list))
+			for i, p := range list {
+				sub[i] = shallow(p, depth)
+			}
+			out[k] = sub
+		}
+	}
+	return out
 }
 
 // withoutDescriptions returns a copy of the JSON Schema s without its

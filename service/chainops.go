@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate/tollgate/service/bytecode"
 	"github.com/tollgate/tollgate/service/chain"
 	"github.com/tollgate/tollgate/service/rugcheck"
+	"github.com/tollgate/tollgate/service/trading"
 	"github.com/tollgate/tollgate/service/whales"
 )
 
@@ -187,14 +188,23 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		return nil, err
 	}
 	var collapse *whales.Collapse
+	var pool *trading.Pool
 	if a.whales != nil {
 		if snap := a.whales.Snapshot(); snap != nil {
 			if c, ok := snap.Collapses[k.Address]; ok {
 				collapse = &c
 				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool, Venue: string(c.Venue), Kind: c.Kind, Block: c.Block}
 			}
+			if ps := snap.Pools[k.Address]; len(ps) > 0 {
+				pool = &trading.Pool{ID: ps[0].ID, Venue: string(ps[0].Venue), Holder: ps[0].Holder}
+			}
 		}
 	}
+	state, err := trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime, Supply: k.TotalSupply, Pool: pool})
+	if err != nil {
+		return nil, err
+	}
+	facts.Trading = &state
 	report := rugcheck.Evaluate(facts)
 	checks := &tollgatev1.RugChecks{
 		CodeHash: k.CodeHash.Hex(),
@@ -240,6 +250,7 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	case unresolved:
 		checks.Proxy = &tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED, UpgraderSource: "unknown"}
 	}
+	checks.Trading = tradingState(state)
 	if collapse != nil {
 		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool, Venue: string(collapse.Venue), Kind: collapse.Kind, Block: uint32(collapse.Block)}
 	}
@@ -599,4 +610,49 @@ func proxyKind(k string) tollgatev1.ProxyKind {
 		return tollgatev1.ProxyKind_PROXY_KIND_GNOSIS_SAFE
 	}
 	return tollgatev1.ProxyKind_PROXY_KIND_ERC7511
+}
+
+// tradingState is the answer's record of what a buyer faces now.
+func tradingState(s trading.State) *tollgatev1.TradingState {
+	out := &tollgatev1.TradingState{Unread: s.Unread, PositionPct: trading.PositionShare * 100}
+	if out.Unread == nil {
+		out.Unread = []string{}
+	}
+	if s.Pool != nil {
+		out.Pool, out.Venue = wrapperspb.String(s.Pool.ID), s.Pool.Venue
+	}
+	pct := func(p *float64) *wrapperspb.DoubleValue {
+		if p == nil {
+			return nil
+		}
+		return wrapperspb.Double(*p)
+	}
+	out.BuyTaxPct, out.SellTaxPct, out.TransferTaxPct = pct(s.BuyTax), pct(s.SellTax), pct(s.TransferTax)
+	if s.TradingOpen != nil {
+		out.TradingOpen = wrapperspb.Bool(*s.TradingOpen)
+	}
+	if s.TransfersPaused != nil {
+		out.TransfersPaused = wrapperspb.Bool(*s.TransfersPaused)
+	}
+	limit := func(l trading.Limit) *tollgatev1.TradeLimit {
+		tl := &tollgatev1.TradeLimit{Read: l.Known, ProbedPct: l.Probed * 100}
+		if l.Bound {
+			tl.Pct = wrapperspb.Double(l.Share * 100)
+		}
+		return tl
+	}
+	out.MaxBuy, out.MaxSale, out.MaxWallet = limit(s.MaxBuy), limit(s.MaxSale), limit(s.MaxWallet)
+	if s.Cooldown != nil {
+		out.CooldownSeconds = wrapperspb.UInt32(uint32(*s.Cooldown))
+	}
+	out.Locked = s.Locked
+	for _, p := range []*trading.Probe{s.Buy, s.Sale, s.Transfer} {
+		if p == nil {
+			continue
+		}
+		status := map[bytecode.Status]tollgatev1.ProbeStatus{bytecode.Passes: tollgatev1.ProbeStatus_PROBE_STATUS_PASSES,
+			bytecode.Reverts: tollgatev1.ProbeStatus_PROBE_STATUS_REVERTS, bytecode.Unknown: tollgatev1.ProbeStatus_PROBE_STATUS_UNKNOWN}[p.Status]
+		out.Probes = append(out.Probes, &tollgatev1.TradeProbe{Call: p.Call, How: p.How(s), Status: status, Reason: p.Reason()})
+	}
+	return out
 }

@@ -66,7 +66,7 @@ func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 		Name:    &name,
 		Symbol:  &symbol,
 		Verdict: tollgatev1.Verdict_VERDICT_FAIL,
-		Flags:   []string{"owner-can-mint", "owner-can-blacklist", "fee-setter", "owner-not-renounced"},
+		Flags:   []string{"blacklist", "fee-setter", "high-tax", "mintable", "owner-active"},
 		Checks: &tollgatev1.RugChecks{
 			CodeHash: "0x9b1c5f0e3a7d2c4b6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d",
 			CodeSize: 7412,
@@ -83,6 +83,21 @@ func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 			Activity: &tollgatev1.TransferActivity{
 				WindowBlocks: 43200, FromBlock: 38451000, ToBlock: 38494200,
 				Transfers: 1287, UniqueSenders: 214, UniqueReceivers: 391,
+			},
+			Trading: &tollgatev1.TradingState{
+				Pool: wrapperspb.String("0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238"), Venue: "v2",
+				BuyTaxPct: wrapperspb.Double(5), SellTaxPct: wrapperspb.Double(25), TransferTaxPct: wrapperspb.Double(0),
+				TradingOpen: wrapperspb.Bool(true), TransfersPaused: wrapperspb.Bool(false),
+				MaxBuy:          &tollgatev1.TradeLimit{Pct: wrapperspb.Double(1), ProbedPct: 2, Read: true},
+				MaxSale:         &tollgatev1.TradeLimit{Pct: wrapperspb.Double(1), ProbedPct: 2, Read: true},
+				MaxWallet:       &tollgatev1.TradeLimit{Pct: wrapperspb.Double(2), ProbedPct: 4, Read: true},
+				CooldownSeconds: wrapperspb.UInt32(30), PositionPct: 0.1,
+				Probes: []*tollgatev1.TradeProbe{
+					{Call: "buy", How: "transfer(buyer, 1000000000000000000000000) called by the pool's holder 0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", Status: tollgatev1.ProbeStatus_PROBE_STATUS_PASSES},
+					{Call: "sale", How: "transferFrom(buyer, 0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238, 950000000000000000000000) called by a router, 30 s after the buy", Status: tollgatev1.ProbeStatus_PROBE_STATUS_PASSES},
+					{Call: "transfer", How: "transfer(a fresh account, 475000000000000000000000) called by the buyer, 30 s after the buy", Status: tollgatev1.ProbeStatus_PROBE_STATUS_PASSES},
+				},
+				Unread: []string{},
 			},
 		},
 		AsOf: demoAsOf,

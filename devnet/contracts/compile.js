@@ -7,7 +7,9 @@
 // package ships already compiled, deployed as the package built it (its
 // bytecode is what the real deployments run, and other contracts may pin
 // its hash): it is rewritten into the same shape. Three shapes are read:
-// solc's standard output (Uniswap V2's build/*.json), Hardhat's
+// solc's standard output (Uniswap V2's build/*.json; v2-periphery's omit
+// the metadata, so the compiler version is read from the code's CBOR
+// trailer, as for Hardhat's), Hardhat's
 // artifacts/**/*.json (Uniswap V3, PancakeSwap V3; the compiler version is
 // read from the code's CBOR trailer) and Foundry's out/**/*.json (Uniswap
 // V4). Output is deterministic for the same compiler, settings and
@@ -43,8 +45,9 @@ function cborSolc(code) {
 function prebuiltArtifact(f) {
   const b = JSON.parse(fs.readFileSync(f, "utf8"));
   if (b.evm) {
-    // solc's standard output
-    return { compiler: JSON.parse(b.metadata).compiler.version, abi: b.abi, bytecode: b.evm.bytecode.object,
+    // solc's standard output (v2-periphery's build/*.json without metadata)
+    const compiler = b.metadata ? JSON.parse(b.metadata).compiler.version : cborSolc(b.evm.deployedBytecode.object);
+    return { compiler, abi: b.abi, bytecode: b.evm.bytecode.object,
       deployed: b.evm.deployedBytecode.object, links: b.evm.bytecode.linkReferences };
   }
   if (typeof b.bytecode === "object") {

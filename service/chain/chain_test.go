@@ -31,8 +31,9 @@ type proxy struct {
 	trips    atomic.Int64
 	rangeCap uint64 // 0: none
 	fail503  atomic.Int64
-	// staleHead makes the next batch's first eth_blockNumber answer one
-	// block less, as if a block landed during the batch.
+	// staleHead makes the next batch's first header (Inspect's
+	// eth_getBlockByNumber) one block less, as if a block landed during
+	// the batch.
 	staleHead atomic.Bool
 }
 
@@ -78,10 +79,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if q.Method == "eth_blockNumber" && !single && len(out) == 0 && p.staleHead.CompareAndSwap(true, false) {
-			var r struct{ Result hexutil.Uint64 }
+		if q.Method == "eth_getBlockByNumber" && !single && len(out) == 0 && p.staleHead.CompareAndSwap(true, false) {
+			var r struct{ Result map[string]any }
 			_ = json.Unmarshal(b, &r)
-			b = []byte(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":"` + hexutil.EncodeUint64(uint64(r.Result)-1) + `"}`)
+			n, _ := hexutil.DecodeUint64(r.Result["number"].(string))
+			r.Result["number"] = hexutil.EncodeUint64(n - 1)
+			res, _ := json.Marshal(r.Result)
+			b = []byte(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":` + string(res) + `}`)
 		}
 		out = append(out, b)
 	}

@@ -59,8 +59,10 @@ var ErrNoCode = errors.New("chain: no contract code at the address")
 // Contract is what an address holds, read in at most three round trips,
 // every read at block Head.
 type Contract struct {
-	Address  common.Address
-	Head     uint64
+	Address common.Address
+	Head    uint64
+	// HeadTime is the timestamp of block Head.
+	HeadTime uint64
 	Code     []byte
 	CodeHash common.Hash
 	// Delegate is set for an EIP-7702 delegated account (code 0xef0100||addr).
@@ -183,14 +185,17 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 			spec <- specResult{from, logs, err}
 		}()
 	}
-	var head hexutil.Uint64
+	var header struct {
+		Number    hexutil.Uint64 `json:"number"`
+		Timestamp hexutil.Uint64 `json:"timestamp"`
+	}
 	var code hexutil.Bytes
 	slotNames := []common.Hash{SlotImplementation, SlotAdmin, SlotBeacon, SlotProxiable, SlotZosImpl, SlotZosAdmin, SlotSafeSingleton}
 	slots := make([]common.Hash, len(slotNames))
 	names := []string{"owner", "getOwner", "name", "symbol", "decimals", "totalSupply", "balanceOf"}
 	rets := make([]hexutil.Bytes, len(names)+len(Roles))
 	b := []rpc.BatchElem{
-		{Method: "eth_blockNumber", Result: &head},
+		{Method: "eth_getBlockByNumber", Args: []any{"latest", false}, Result: &header},
 		{Method: "eth_getCode", Args: []any{addr, "latest"}, Result: &code},
 	}
 	for i, slot := range slotNames {
@@ -229,8 +234,11 @@ func (c *Client) Inspect(ctx context.Context, addr common.Address, window uint64
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, e.Method, e.Error)
 		}
 	}
+	head := header.Number
+	k.HeadTime = uint64(header.Timestamp)
 	if lastHead != head {
 		head = lastHead
+		k.HeadTime += 2 * uint64(lastHead-header.Number) // Base's 2 s blocks; a cooldown's reading is off by at most that
 		again := b[1 : len(b)-1]
 		for i := range again {
 			again[i].Args[len(again[i].Args)-1] = hexutil.EncodeUint64(uint64(head))

@@ -242,6 +242,9 @@ func targetText(t bytecode.Target) string {
 }
 
 func slotText(s [32]byte) string {
+	if s == ([32]byte{}) {
+		return "0x0"
+	}
 	return "0x" + strings.TrimLeft(fmt.Sprintf("%x", s[:]), "0")
 }
 
@@ -403,7 +406,7 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 // the caller's to read into Slots, with the Source, for each token.
 func EffectFactsOf(e bytecode.Effects) EffectFacts {
 	powers := Powers(e)
-	fx := EffectFacts{Powers: powers, Incomplete: !e.Complete, Openers: openers(e, powers)}
+	fx := EffectFacts{Powers: powers, Incomplete: !e.Complete, Openers: openers(e, powers), Writers: gateWriters(e), Fees: e.Fees}
 	if e.Layout.Owner.Kind == bytecode.TargetSlot {
 		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
 	}
@@ -421,16 +424,23 @@ func EffectFactsOf(e bytecode.Effects) EffectFacts {
 var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
 
 // GuardFields are the storage fields whose addresses the verdict needs:
-// the guards of the powers that are slots, and then owner()'s field (to
-// tell a hidden owner); none when no power has a guard field, and no read.
+// the guards of the powers and of the gates' writers that are slots, and
+// then owner()'s field (to tell a hidden owner); none when no power has a
+// guard field, and no read.
 func (fx *EffectFacts) GuardFields() []SlotField {
 	var out []SlotField
-	for _, p := range fx.Powers {
-		for _, g := range p.Guards {
+	add := func(guards []bytecode.Guard) {
+		for _, g := range guards {
 			if f := (SlotField{g.Slot, g.Offset}); g.Kind == bytecode.GuardSlot && !slices.Contains(out, f) {
 				out = append(out, f)
 			}
 		}
+	}
+	for _, p := range fx.Powers {
+		add(p.Guards)
+	}
+	for _, w := range fx.Writers {
+		add(w.Guards)
 	}
 	if o := fx.Owner; len(out) > 0 && o != nil && !slices.Contains(out, *o) {
 		out = append(out, *o)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tollgate/tollgate/service/bytecode"
+	"github.com/tollgate/tollgate/service/trading"
 )
 
 // Class is a class of privileged capability.
@@ -223,6 +224,8 @@ type Facts struct {
 	// Effects are the powers found by what the code does, or nil when
 	// the code was not analysed.
 	Effects *EffectFacts
+	// Trading is what a buyer faces now, or nil when not read.
+	Trading *trading.State
 }
 
 // EffectFacts are the powers of a token's code (the implementation's,
@@ -246,6 +249,10 @@ type EffectFacts struct {
 	// Openers are functions that only open what transfer checks
 	// (Openers): their names reveal no capability.
 	Openers []bytecode.Selector
+	// Writers are the functions writing what transfer checks, whoever
+	// may call them; Fees the rates transfer scales credits by.
+	Writers []GateWriter
+	Fees    []bytecode.Fee
 }
 
 // SlotField is an address field of a storage slot.
@@ -381,6 +388,7 @@ func Evaluate(f Facts) Report {
 		add(FlagPoolCollapsed, RulePoolCollapse, fmt.Sprintf("pool %s (%s): %s collapse at block %d", f.Collapse.Pool, f.Collapse.Venue, f.Collapse.Kind, f.Collapse.Block))
 	}
 	fx := evaluateEffects(f, add)
+	tradeFail, tradeWarn := evaluateTrading(f, add)
 	control := ownerActive || rolesHeld || upgradeControl || fx.hidden
 	// A capability found by name is judged by owner(), roles and the
 	// upgrade power, unless every selector that revealed it has a power by
@@ -400,9 +408,9 @@ func Evaluate(f Facts) Report {
 	}
 	v := Pass
 	switch {
-	case severe(named, f.LimitFloor) && control, fx.severeLive:
+	case severe(named, f.LimitFloor) && control, fx.severeLive, tradeFail:
 		v = Fail
-	case severe(has, f.LimitFloor), has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0, fx.incomplete:
+	case severe(has, f.LimitFloor), has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0, fx.incomplete, tradeWarn:
 		v = Warn
 	}
 	if f.KnownIssuer {

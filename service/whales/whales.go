@@ -7,6 +7,7 @@
 package whales
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,6 +121,22 @@ type Snapshot struct {
 	// Collapses are the collapses of the followed pools, by token: what
 	// the rug check reports as the token's history (docs/rules.md).
 	Collapses map[common.Address]Collapse
+	// Pools are the followed pools of each token, oldest first: where a
+	// buyer trades it (the rug check reads a buy and a sale against the
+	// first).
+	Pools map[common.Address][]Pool
+}
+
+// Pool is a followed pool of a token.
+type Pool struct {
+	// ID is the pool's address, or a V4 pool's id in its PoolManager.
+	ID string
+	// Holder is the contract holding the pool's tokens, which sends them
+	// to a buyer: the pool, or the V4 PoolManager.
+	Holder common.Address
+	Venue  Kind
+	// Created is the block of the pool's creation.
+	Created uint64
 }
 
 // Collapse is the collapse of a followed pool.
@@ -470,7 +487,14 @@ func (s *Scanner) readPools(ctx context.Context, from, to uint64) (int, error) {
 func (s *Scanner) publish(block uint64) {
 	ps := s.sortedPools()
 	all := rank(ps)
-	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{}}
+	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{},
+		Pools: map[common.Address][]Pool{}}
+	for _, p := range ps {
+		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created})
+	}
+	for _, pools := range snap.Pools {
+		slices.SortStableFunc(pools, func(a, b Pool) int { return cmp.Compare(a.Created, b.Created) })
+	}
 	for _, p := range ps {
 		if p.collapsed == "" {
 			continue

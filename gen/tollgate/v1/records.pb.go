@@ -454,6 +454,61 @@ func (ProxyKind) EnumDescriptor() ([]byte, []int) {
 	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
+// How a probe's call ended.
+type ProbeStatus int32
+
+const (
+	ProbeStatus_PROBE_STATUS_UNSPECIFIED ProbeStatus = 0
+	ProbeStatus_PROBE_STATUS_PASSES      ProbeStatus = 1
+	ProbeStatus_PROBE_STATUS_REVERTS     ProbeStatus = 2
+	// It depends on what the analysis cannot know now (a call's result, a
+	// code size), or no analysed path covers it.
+	ProbeStatus_PROBE_STATUS_UNKNOWN ProbeStatus = 3
+)
+
+// Enum value maps for ProbeStatus.
+var (
+	ProbeStatus_name = map[int32]string{
+		0: "PROBE_STATUS_UNSPECIFIED",
+		1: "PROBE_STATUS_PASSES",
+		2: "PROBE_STATUS_REVERTS",
+		3: "PROBE_STATUS_UNKNOWN",
+	}
+	ProbeStatus_value = map[string]int32{
+		"PROBE_STATUS_UNSPECIFIED": 0,
+		"PROBE_STATUS_PASSES":      1,
+		"PROBE_STATUS_REVERTS":     2,
+		"PROBE_STATUS_UNKNOWN":     3,
+	}
+)
+
+func (x ProbeStatus) Enum() *ProbeStatus {
+	p := new(ProbeStatus)
+	*p = x
+	return p
+}
+
+func (x ProbeStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProbeStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_tollgate_v1_records_proto_enumTypes[7].Descriptor()
+}
+
+func (ProbeStatus) Type() protoreflect.EnumType {
+	return &file_tollgate_v1_records_proto_enumTypes[7]
+}
+
+func (x ProbeStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProbeStatus.Descriptor instead.
+func (ProbeStatus) EnumDescriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
+}
+
 // One candle. Times are Unix seconds of the candle start.
 type Candle struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -641,7 +696,11 @@ type RugChecks struct {
 	Roles []*RoleHolding `protobuf:"bytes,10,rep,name=roles,proto3" json:"roles,omitempty"`
 	// Collapse of the token's pool seen by the whale scan in its window, or
 	// null.
-	PoolCollapse  *PoolCollapse `protobuf:"bytes,11,opt,name=pool_collapse,json=poolCollapse,proto3" json:"pool_collapse,omitempty"`
+	PoolCollapse *PoolCollapse `protobuf:"bytes,11,opt,name=pool_collapse,json=poolCollapse,proto3" json:"pool_collapse,omitempty"`
+	// What a buyer faces now: taxes, whether trading is open, limits, a
+	// wait before a sale (docs/rules.md, "Trading now"); null only from a
+	// server that does not read it.
+	Trading       *TradingState `protobuf:"bytes,12,opt,name=trading,proto3" json:"trading,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -753,6 +812,332 @@ func (x *RugChecks) GetPoolCollapse() *PoolCollapse {
 	return nil
 }
 
+func (x *RugChecks) GetTrading() *TradingState {
+	if x != nil {
+		return x.Trading
+	}
+	return nil
+}
+
+// What a buyer faces now (docs/rules.md, "Trading now"): a buyer's position
+// bought from the token's pool, sold back to it through a router and moved
+// to a fresh account, each read as a concrete call of transfer or
+// transferFrom on the token's analysed code with its storage at block. No
+// transaction is simulated. A null value could not be read; unread says
+// why.
+type TradingState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pool the buy and the sale were read against: its address, or a
+	// Uniswap V4 pool's id; null when the whale scan follows no pool of the
+	// token (then only the transfer is read).
+	Pool *wrapperspb.StringValue `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// The pool's venue, as --dex-factories names it; empty without a pool.
+	Venue string `protobuf:"bytes,2,opt,name=venue,proto3" json:"venue,omitempty"`
+	// What the recipient of a buy, a sale and a transfer is credited short
+	// of the amount, in percent of the amount.
+	BuyTaxPct      *wrapperspb.DoubleValue `protobuf:"bytes,3,opt,name=buy_tax_pct,json=buyTaxPct,proto3" json:"buy_tax_pct,omitempty"`
+	SellTaxPct     *wrapperspb.DoubleValue `protobuf:"bytes,4,opt,name=sell_tax_pct,json=sellTaxPct,proto3" json:"sell_tax_pct,omitempty"`
+	TransferTaxPct *wrapperspb.DoubleValue `protobuf:"bytes,5,opt,name=transfer_tax_pct,json=transferTaxPct,proto3" json:"transfer_tax_pct,omitempty"`
+	// True when a buy from the pool passes, false when it reverts on a
+	// switch (trading closed).
+	TradingOpen *wrapperspb.BoolValue `protobuf:"bytes,6,opt,name=trading_open,json=tradingOpen,proto3" json:"trading_open,omitempty"`
+	// True when a transfer between two holders reverts on a switch.
+	TransfersPaused *wrapperspb.BoolValue `protobuf:"bytes,7,opt,name=transfers_paused,json=transfersPaused,proto3" json:"transfers_paused,omitempty"`
+	// The largest buy from the pool, sale to it, and balance a buyer may
+	// hold, as the probes found them.
+	MaxBuy    *TradeLimit `protobuf:"bytes,8,opt,name=max_buy,json=maxBuy,proto3" json:"max_buy,omitempty"`
+	MaxSale   *TradeLimit `protobuf:"bytes,9,opt,name=max_sale,json=maxSale,proto3" json:"max_sale,omitempty"`
+	MaxWallet *TradeLimit `protobuf:"bytes,10,opt,name=max_wallet,json=maxWallet,proto3" json:"max_wallet,omitempty"`
+	// Seconds a buyer waits after a buy before a sale passes (0: it passes
+	// in the next block); null when not read, or when no wait up to ten
+	// years lets it pass (locked).
+	CooldownSeconds *wrapperspb.UInt32Value `protobuf:"bytes,11,opt,name=cooldown_seconds,json=cooldownSeconds,proto3" json:"cooldown_seconds,omitempty"`
+	Locked          bool                    `protobuf:"varint,12,opt,name=locked,proto3" json:"locked,omitempty"`
+	// The buyer's position the probes move, in percent of the supply.
+	PositionPct float64 `protobuf:"fixed64,13,opt,name=position_pct,json=positionPct,proto3" json:"position_pct,omitempty"`
+	// Each probe: what was called, how it ended and why.
+	Probes []*TradeProbe `protobuf:"bytes,14,rep,name=probes,proto3" json:"probes,omitempty"`
+	// What could not be read, and why.
+	Unread        []string `protobuf:"bytes,15,rep,name=unread,proto3" json:"unread,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TradingState) Reset() {
+	*x = TradingState{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TradingState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TradingState) ProtoMessage() {}
+
+func (x *TradingState) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TradingState.ProtoReflect.Descriptor instead.
+func (*TradingState) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *TradingState) GetPool() *wrapperspb.StringValue {
+	if x != nil {
+		return x.Pool
+	}
+	return nil
+}
+
+func (x *TradingState) GetVenue() string {
+	if x != nil {
+		return x.Venue
+	}
+	return ""
+}
+
+func (x *TradingState) GetBuyTaxPct() *wrapperspb.DoubleValue {
+	if x != nil {
+		return x.BuyTaxPct
+	}
+	return nil
+}
+
+func (x *TradingState) GetSellTaxPct() *wrapperspb.DoubleValue {
+	if x != nil {
+		return x.SellTaxPct
+	}
+	return nil
+}
+
+func (x *TradingState) GetTransferTaxPct() *wrapperspb.DoubleValue {
+	if x != nil {
+		return x.TransferTaxPct
+	}
+	return nil
+}
+
+func (x *TradingState) GetTradingOpen() *wrapperspb.BoolValue {
+	if x != nil {
+		return x.TradingOpen
+	}
+	return nil
+}
+
+func (x *TradingState) GetTransfersPaused() *wrapperspb.BoolValue {
+	if x != nil {
+		return x.TransfersPaused
+	}
+	return nil
+}
+
+func (x *TradingState) GetMaxBuy() *TradeLimit {
+	if x != nil {
+		return x.MaxBuy
+	}
+	return nil
+}
+
+func (x *TradingState) GetMaxSale() *TradeLimit {
+	if x != nil {
+		return x.MaxSale
+	}
+	return nil
+}
+
+func (x *TradingState) GetMaxWallet() *TradeLimit {
+	if x != nil {
+		return x.MaxWallet
+	}
+	return nil
+}
+
+func (x *TradingState) GetCooldownSeconds() *wrapperspb.UInt32Value {
+	if x != nil {
+		return x.CooldownSeconds
+	}
+	return nil
+}
+
+func (x *TradingState) GetLocked() bool {
+	if x != nil {
+		return x.Locked
+	}
+	return false
+}
+
+func (x *TradingState) GetPositionPct() float64 {
+	if x != nil {
+		return x.PositionPct
+	}
+	return 0
+}
+
+func (x *TradingState) GetProbes() []*TradeProbe {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *TradingState) GetUnread() []string {
+	if x != nil {
+		return x.Unread
+	}
+	return nil
+}
+
+// A largest amount the probes found.
+type TradeLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The largest amount that passes, in percent of the supply; null when
+	// the probes found no limit up to probed_pct, or could not read one.
+	Pct *wrapperspb.DoubleValue `protobuf:"bytes,1,opt,name=pct,proto3" json:"pct,omitempty"`
+	// The share of the supply the probes tried, in percent.
+	ProbedPct float64 `protobuf:"fixed64,2,opt,name=probed_pct,json=probedPct,proto3" json:"probed_pct,omitempty"`
+	// False when the limit could not be read (the call was refused for
+	// another reason, or depends on what cannot be known).
+	Read          bool `protobuf:"varint,3,opt,name=read,proto3" json:"read,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TradeLimit) Reset() {
+	*x = TradeLimit{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TradeLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TradeLimit) ProtoMessage() {}
+
+func (x *TradeLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TradeLimit.ProtoReflect.Descriptor instead.
+func (*TradeLimit) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *TradeLimit) GetPct() *wrapperspb.DoubleValue {
+	if x != nil {
+		return x.Pct
+	}
+	return nil
+}
+
+func (x *TradeLimit) GetProbedPct() float64 {
+	if x != nil {
+		return x.ProbedPct
+	}
+	return 0
+}
+
+func (x *TradeLimit) GetRead() bool {
+	if x != nil {
+		return x.Read
+	}
+	return false
+}
+
+// One concrete call of the trading probes.
+type TradeProbe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "buy", "sale" or "transfer".
+	Call string `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
+	// The call as read, e.g. "transfer(buyer, 1000000000000000000000) called
+	// by the pool 0x…".
+	How    string      `protobuf:"bytes,2,opt,name=how,proto3" json:"how,omitempty"`
+	Status ProbeStatus `protobuf:"varint,3,opt,name=status,proto3,enum=tollgate.v1.ProbeStatus" json:"status,omitempty"`
+	// Why it reverted: the deciding condition and the storage it read now;
+	// empty otherwise.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TradeProbe) Reset() {
+	*x = TradeProbe{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TradeProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TradeProbe) ProtoMessage() {}
+
+func (x *TradeProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TradeProbe.ProtoReflect.Descriptor instead.
+func (*TradeProbe) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TradeProbe) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *TradeProbe) GetHow() string {
+	if x != nil {
+		return x.How
+	}
+	return ""
+}
+
+func (x *TradeProbe) GetStatus() ProbeStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ProbeStatus_PROBE_STATUS_UNSPECIFIED
+}
+
+func (x *TradeProbe) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // The rule behind one flag of a rug check.
 type FlagRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -769,7 +1154,7 @@ type FlagRule struct {
 
 func (x *FlagRule) Reset() {
 	*x = FlagRule{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -781,7 +1166,7 @@ func (x *FlagRule) String() string {
 func (*FlagRule) ProtoMessage() {}
 
 func (x *FlagRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -794,7 +1179,7 @@ func (x *FlagRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlagRule.ProtoReflect.Descriptor instead.
 func (*FlagRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FlagRule) GetFlag() string {
@@ -840,7 +1225,7 @@ type RoleHolding struct {
 
 func (x *RoleHolding) Reset() {
 	*x = RoleHolding{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +1237,7 @@ func (x *RoleHolding) String() string {
 func (*RoleHolding) ProtoMessage() {}
 
 func (x *RoleHolding) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +1250,7 @@ func (x *RoleHolding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleHolding.ProtoReflect.Descriptor instead.
 func (*RoleHolding) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RoleHolding) GetName() string {
@@ -921,7 +1306,7 @@ type PoolCollapse struct {
 
 func (x *PoolCollapse) Reset() {
 	*x = PoolCollapse{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1318,7 @@ func (x *PoolCollapse) String() string {
 func (*PoolCollapse) ProtoMessage() {}
 
 func (x *PoolCollapse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1331,7 @@ func (x *PoolCollapse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolCollapse.ProtoReflect.Descriptor instead.
 func (*PoolCollapse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PoolCollapse) GetPool() string {
@@ -996,7 +1381,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1393,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1406,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Capability) GetClass() CapabilityClass {
@@ -1088,7 +1473,7 @@ type ProxyInfo struct {
 
 func (x *ProxyInfo) Reset() {
 	*x = ProxyInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1485,7 @@ func (x *ProxyInfo) String() string {
 func (*ProxyInfo) ProtoMessage() {}
 
 func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1498,7 @@ func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyInfo.ProtoReflect.Descriptor instead.
 func (*ProxyInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProxyInfo) GetKind() ProxyKind {
@@ -1180,7 +1565,7 @@ type OwnerInfo struct {
 
 func (x *OwnerInfo) Reset() {
 	*x = OwnerInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1577,7 @@ func (x *OwnerInfo) String() string {
 func (*OwnerInfo) ProtoMessage() {}
 
 func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1590,7 @@ func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerInfo.ProtoReflect.Descriptor instead.
 func (*OwnerInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OwnerInfo) GetAddress() *wrapperspb.StringValue {
@@ -1246,7 +1631,7 @@ type TransferActivity struct {
 
 func (x *TransferActivity) Reset() {
 	*x = TransferActivity{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1643,7 @@ func (x *TransferActivity) String() string {
 func (*TransferActivity) ProtoMessage() {}
 
 func (x *TransferActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1656,7 @@ func (x *TransferActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferActivity.ProtoReflect.Descriptor instead.
 func (*TransferActivity) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TransferActivity) GetWindowBlocks() uint32 {
@@ -1329,7 +1714,7 @@ type KnownToken struct {
 
 func (x *KnownToken) Reset() {
 	*x = KnownToken{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1726,7 @@ func (x *KnownToken) String() string {
 func (*KnownToken) ProtoMessage() {}
 
 func (x *KnownToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1739,7 @@ func (x *KnownToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnownToken.ProtoReflect.Descriptor instead.
 func (*KnownToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KnownToken) GetName() string {
@@ -1392,7 +1777,7 @@ type WhaleWallet struct {
 
 func (x *WhaleWallet) Reset() {
 	*x = WhaleWallet{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1789,7 @@ func (x *WhaleWallet) String() string {
 func (*WhaleWallet) ProtoMessage() {}
 
 func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1802,7 @@ func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhaleWallet.ProtoReflect.Descriptor instead.
 func (*WhaleWallet) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WhaleWallet) GetAddress() string {
@@ -1482,7 +1867,7 @@ type SignalProvenance struct {
 
 func (x *SignalProvenance) Reset() {
 	*x = SignalProvenance{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1879,7 @@ func (x *SignalProvenance) String() string {
 func (*SignalProvenance) ProtoMessage() {}
 
 func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1892,7 @@ func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalProvenance.ProtoReflect.Descriptor instead.
 func (*SignalProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SignalProvenance) GetTotalCloses() uint32 {
@@ -1537,7 +1922,7 @@ type RsiBlock struct {
 
 func (x *RsiBlock) Reset() {
 	*x = RsiBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1934,7 @@ func (x *RsiBlock) String() string {
 func (*RsiBlock) ProtoMessage() {}
 
 func (x *RsiBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1947,7 @@ func (x *RsiBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RsiBlock.ProtoReflect.Descriptor instead.
 func (*RsiBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RsiBlock) GetValue() float64 {
@@ -1601,7 +1986,7 @@ type EmaGapBlock struct {
 
 func (x *EmaGapBlock) Reset() {
 	*x = EmaGapBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1998,7 @@ func (x *EmaGapBlock) String() string {
 func (*EmaGapBlock) ProtoMessage() {}
 
 func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +2011,7 @@ func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmaGapBlock.ProtoReflect.Descriptor instead.
 func (*EmaGapBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EmaGapBlock) GetPct() float64 {
@@ -1674,7 +2059,7 @@ type VolatilityBlock struct {
 
 func (x *VolatilityBlock) Reset() {
 	*x = VolatilityBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1686,7 +2071,7 @@ func (x *VolatilityBlock) String() string {
 func (*VolatilityBlock) ProtoMessage() {}
 
 func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1699,7 +2084,7 @@ func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolatilityBlock.ProtoReflect.Descriptor instead.
 func (*VolatilityBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VolatilityBlock) GetFlag() VolatilityFlag {
@@ -1753,7 +2138,7 @@ type ConfidenceBlock struct {
 
 func (x *ConfidenceBlock) Reset() {
 	*x = ConfidenceBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[16]
+	mi := &file_tollgate_v1_records_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2150,7 @@ func (x *ConfidenceBlock) String() string {
 func (*ConfidenceBlock) ProtoMessage() {}
 
 func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[16]
+	mi := &file_tollgate_v1_records_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2163,7 @@ func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfidenceBlock.ProtoReflect.Descriptor instead.
 func (*ConfidenceBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConfidenceBlock) GetScore() int32 {
@@ -1834,7 +2219,7 @@ type SignalPackInputs struct {
 
 func (x *SignalPackInputs) Reset() {
 	*x = SignalPackInputs{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[17]
+	mi := &file_tollgate_v1_records_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +2231,7 @@ func (x *SignalPackInputs) String() string {
 func (*SignalPackInputs) ProtoMessage() {}
 
 func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[17]
+	mi := &file_tollgate_v1_records_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +2244,7 @@ func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalPackInputs.ProtoReflect.Descriptor instead.
 func (*SignalPackInputs) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SignalPackInputs) GetSource() string {
@@ -1937,7 +2322,7 @@ type LaneRecord struct {
 
 func (x *LaneRecord) Reset() {
 	*x = LaneRecord{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[18]
+	mi := &file_tollgate_v1_records_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1949,7 +2334,7 @@ func (x *LaneRecord) String() string {
 func (*LaneRecord) ProtoMessage() {}
 
 func (x *LaneRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[18]
+	mi := &file_tollgate_v1_records_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1962,7 +2347,7 @@ func (x *LaneRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneRecord.ProtoReflect.Descriptor instead.
 func (*LaneRecord) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LaneRecord) GetCloses() uint32 {
@@ -1995,7 +2380,7 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x06regime\x18\x01 \x01(\x0e2\x19.tollgate.v1.CandleRegimeR\x06regime\x12\x10\n" +
 	"\x03rsi\x18\x02 \x01(\x01R\x03rsi\x12\x14\n" +
 	"\x05ema10\x18\x03 \x01(\x01R\x05ema10\x12\x14\n" +
-	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\x9e\x04\n" +
+	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\xdb\x04\n" +
 	"\tRugChecks\x12\x1b\n" +
 	"\tcode_hash\x18\x01 \x01(\tR\bcodeHash\x12\x1b\n" +
 	"\tcode_size\x18\x02 \x01(\rR\bcodeSize\x12;\n" +
@@ -2009,7 +2394,39 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x05rules\x18\t \x03(\v2\x15.tollgate.v1.FlagRuleR\x05rules\x12.\n" +
 	"\x05roles\x18\n" +
 	" \x03(\v2\x18.tollgate.v1.RoleHoldingR\x05roles\x12F\n" +
-	"\rpool_collapse\x18\v \x01(\v2\x19.tollgate.v1.PoolCollapseB\x06\x9a\xb5\x18\x02H\x01R\fpoolCollapse\"N\n" +
+	"\rpool_collapse\x18\v \x01(\v2\x19.tollgate.v1.PoolCollapseB\x06\x9a\xb5\x18\x02H\x01R\fpoolCollapse\x12;\n" +
+	"\atrading\x18\f \x01(\v2\x19.tollgate.v1.TradingStateB\x06\x9a\xb5\x18\x02H\x01R\atrading\"\x8d\x06\n" +
+	"\fTradingState\x120\n" +
+	"\x04pool\x18\x01 \x01(\v2\x1c.google.protobuf.StringValueR\x04pool\x12\x14\n" +
+	"\x05venue\x18\x02 \x01(\tR\x05venue\x12<\n" +
+	"\vbuy_tax_pct\x18\x03 \x01(\v2\x1c.google.protobuf.DoubleValueR\tbuyTaxPct\x12>\n" +
+	"\fsell_tax_pct\x18\x04 \x01(\v2\x1c.google.protobuf.DoubleValueR\n" +
+	"sellTaxPct\x12F\n" +
+	"\x10transfer_tax_pct\x18\x05 \x01(\v2\x1c.google.protobuf.DoubleValueR\x0etransferTaxPct\x12=\n" +
+	"\ftrading_open\x18\x06 \x01(\v2\x1a.google.protobuf.BoolValueR\vtradingOpen\x12E\n" +
+	"\x10transfers_paused\x18\a \x01(\v2\x1a.google.protobuf.BoolValueR\x0ftransfersPaused\x120\n" +
+	"\amax_buy\x18\b \x01(\v2\x17.tollgate.v1.TradeLimitR\x06maxBuy\x122\n" +
+	"\bmax_sale\x18\t \x01(\v2\x17.tollgate.v1.TradeLimitR\amaxSale\x126\n" +
+	"\n" +
+	"max_wallet\x18\n" +
+	" \x01(\v2\x17.tollgate.v1.TradeLimitR\tmaxWallet\x12G\n" +
+	"\x10cooldown_seconds\x18\v \x01(\v2\x1c.google.protobuf.UInt32ValueR\x0fcooldownSeconds\x12\x16\n" +
+	"\x06locked\x18\f \x01(\bR\x06locked\x12!\n" +
+	"\fposition_pct\x18\r \x01(\x01R\vpositionPct\x12/\n" +
+	"\x06probes\x18\x0e \x03(\v2\x17.tollgate.v1.TradeProbeR\x06probes\x12\x16\n" +
+	"\x06unread\x18\x0f \x03(\tR\x06unread\"o\n" +
+	"\n" +
+	"TradeLimit\x12.\n" +
+	"\x03pct\x18\x01 \x01(\v2\x1c.google.protobuf.DoubleValueR\x03pct\x12\x1d\n" +
+	"\n" +
+	"probed_pct\x18\x02 \x01(\x01R\tprobedPct\x12\x12\n" +
+	"\x04read\x18\x03 \x01(\bR\x04read\"|\n" +
+	"\n" +
+	"TradeProbe\x12\x12\n" +
+	"\x04call\x18\x01 \x01(\tR\x04call\x12\x10\n" +
+	"\x03how\x18\x02 \x01(\tR\x03how\x120\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x18.tollgate.v1.ProbeStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"N\n" +
 	"\bFlagRule\x12\x12\n" +
 	"\x04flag\x18\x01 \x01(\tR\x04flag\x12\x12\n" +
 	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x1a\n" +
@@ -2167,7 +2584,13 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"zeppelinos\x12+\n" +
 	"\x16PROXY_KIND_GNOSIS_SAFE\x10\a\x1a\x0f\x8a\xb5\x18\vgnosis-safe\x12)\n" +
 	"\x15PROXY_KIND_UNRESOLVED\x10\b\x1a\x0e\x8a\xb5\x18\n" +
-	"unresolvedB\xa5\x01\n" +
+	"unresolved*\x9e\x01\n" +
+	"\vProbeStatus\x12\x1c\n" +
+	"\x18PROBE_STATUS_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x13PROBE_STATUS_PASSES\x10\x01\x1a\n" +
+	"\x8a\xb5\x18\x06passes\x12%\n" +
+	"\x14PROBE_STATUS_REVERTS\x10\x02\x1a\v\x8a\xb5\x18\areverts\x12%\n" +
+	"\x14PROBE_STATUS_UNKNOWN\x10\x03\x1a\v\x8a\xb5\x18\aunknownB\xa5\x01\n" +
 	"\x0fcom.tollgate.v1B\fRecordsProtoP\x01Z7github.com/tollgate/tollgate/gen/tollgate/v1;tollgatev1\xa2\x02\x03TXX\xaa\x02\vTollgate.V1\xca\x02\vTollgate\\V1\xe2\x02\x17Tollgate\\V1\\GPBMetadata\xea\x02\fTollgate::V1b\x06proto3"
 
 var (
@@ -2182,8 +2605,8 @@ func file_tollgate_v1_records_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_records_proto_rawDescData
 }
 
-var file_tollgate_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_tollgate_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_tollgate_v1_records_proto_goTypes = []any{
 	(Verdict)(0),                   // 0: tollgate.v1.Verdict
 	(Gate)(0),                      // 1: tollgate.v1.Gate
@@ -2192,60 +2615,79 @@ var file_tollgate_v1_records_proto_goTypes = []any{
 	(VolatilityFlag)(0),            // 4: tollgate.v1.VolatilityFlag
 	(CapabilityClass)(0),           // 5: tollgate.v1.CapabilityClass
 	(ProxyKind)(0),                 // 6: tollgate.v1.ProxyKind
-	(*Candle)(nil),                 // 7: tollgate.v1.Candle
-	(*CandleIndicators)(nil),       // 8: tollgate.v1.CandleIndicators
-	(*RugChecks)(nil),              // 9: tollgate.v1.RugChecks
-	(*FlagRule)(nil),               // 10: tollgate.v1.FlagRule
-	(*RoleHolding)(nil),            // 11: tollgate.v1.RoleHolding
-	(*PoolCollapse)(nil),           // 12: tollgate.v1.PoolCollapse
-	(*Capability)(nil),             // 13: tollgate.v1.Capability
-	(*ProxyInfo)(nil),              // 14: tollgate.v1.ProxyInfo
-	(*OwnerInfo)(nil),              // 15: tollgate.v1.OwnerInfo
-	(*TransferActivity)(nil),       // 16: tollgate.v1.TransferActivity
-	(*KnownToken)(nil),             // 17: tollgate.v1.KnownToken
-	(*WhaleWallet)(nil),            // 18: tollgate.v1.WhaleWallet
-	(*SignalProvenance)(nil),       // 19: tollgate.v1.SignalProvenance
-	(*RsiBlock)(nil),               // 20: tollgate.v1.RsiBlock
-	(*EmaGapBlock)(nil),            // 21: tollgate.v1.EmaGapBlock
-	(*VolatilityBlock)(nil),        // 22: tollgate.v1.VolatilityBlock
-	(*ConfidenceBlock)(nil),        // 23: tollgate.v1.ConfidenceBlock
-	(*SignalPackInputs)(nil),       // 24: tollgate.v1.SignalPackInputs
-	(*LaneRecord)(nil),             // 25: tollgate.v1.LaneRecord
-	nil,                            // 26: tollgate.v1.SignalProvenance.LanesEntry
-	nil,                            // 27: tollgate.v1.SignalPackInputs.ThresholdsEntry
-	(*wrapperspb.UInt32Value)(nil), // 28: google.protobuf.UInt32Value
-	(*wrapperspb.StringValue)(nil), // 29: google.protobuf.StringValue
-	(*wrapperspb.DoubleValue)(nil), // 30: google.protobuf.DoubleValue
+	(ProbeStatus)(0),               // 7: tollgate.v1.ProbeStatus
+	(*Candle)(nil),                 // 8: tollgate.v1.Candle
+	(*CandleIndicators)(nil),       // 9: tollgate.v1.CandleIndicators
+	(*RugChecks)(nil),              // 10: tollgate.v1.RugChecks
+	(*TradingState)(nil),           // 11: tollgate.v1.TradingState
+	(*TradeLimit)(nil),             // 12: tollgate.v1.TradeLimit
+	(*TradeProbe)(nil),             // 13: tollgate.v1.TradeProbe
+	(*FlagRule)(nil),               // 14: tollgate.v1.FlagRule
+	(*RoleHolding)(nil),            // 15: tollgate.v1.RoleHolding
+	(*PoolCollapse)(nil),           // 16: tollgate.v1.PoolCollapse
+	(*Capability)(nil),             // 17: tollgate.v1.Capability
+	(*ProxyInfo)(nil),              // 18: tollgate.v1.ProxyInfo
+	(*OwnerInfo)(nil),              // 19: tollgate.v1.OwnerInfo
+	(*TransferActivity)(nil),       // 20: tollgate.v1.TransferActivity
+	(*KnownToken)(nil),             // 21: tollgate.v1.KnownToken
+	(*WhaleWallet)(nil),            // 22: tollgate.v1.WhaleWallet
+	(*SignalProvenance)(nil),       // 23: tollgate.v1.SignalProvenance
+	(*RsiBlock)(nil),               // 24: tollgate.v1.RsiBlock
+	(*EmaGapBlock)(nil),            // 25: tollgate.v1.EmaGapBlock
+	(*VolatilityBlock)(nil),        // 26: tollgate.v1.VolatilityBlock
+	(*ConfidenceBlock)(nil),        // 27: tollgate.v1.ConfidenceBlock
+	(*SignalPackInputs)(nil),       // 28: tollgate.v1.SignalPackInputs
+	(*LaneRecord)(nil),             // 29: tollgate.v1.LaneRecord
+	nil,                            // 30: tollgate.v1.SignalProvenance.LanesEntry
+	nil,                            // 31: tollgate.v1.SignalPackInputs.ThresholdsEntry
+	(*wrapperspb.StringValue)(nil), // 32: google.protobuf.StringValue
+	(*wrapperspb.DoubleValue)(nil), // 33: google.protobuf.DoubleValue
+	(*wrapperspb.BoolValue)(nil),   // 34: google.protobuf.BoolValue
+	(*wrapperspb.UInt32Value)(nil), // 35: google.protobuf.UInt32Value
 }
 var file_tollgate_v1_records_proto_depIdxs = []int32{
 	3,  // 0: tollgate.v1.CandleIndicators.regime:type_name -> tollgate.v1.CandleRegime
-	13, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
-	14, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
-	15, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
-	16, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
-	17, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
-	10, // 6: tollgate.v1.RugChecks.rules:type_name -> tollgate.v1.FlagRule
-	11, // 7: tollgate.v1.RugChecks.roles:type_name -> tollgate.v1.RoleHolding
-	12, // 8: tollgate.v1.RugChecks.pool_collapse:type_name -> tollgate.v1.PoolCollapse
-	28, // 9: tollgate.v1.RoleHolding.members:type_name -> google.protobuf.UInt32Value
-	5,  // 10: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
-	6,  // 11: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
-	29, // 12: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
-	29, // 13: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
-	29, // 14: tollgate.v1.ProxyInfo.upgrader:type_name -> google.protobuf.StringValue
-	29, // 15: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
-	26, // 16: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
-	4,  // 17: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
-	30, // 18: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
-	30, // 19: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
-	30, // 20: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
-	27, // 21: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
-	29, // 22: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	17, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
+	18, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
+	19, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
+	20, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
+	21, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
+	14, // 6: tollgate.v1.RugChecks.rules:type_name -> tollgate.v1.FlagRule
+	15, // 7: tollgate.v1.RugChecks.roles:type_name -> tollgate.v1.RoleHolding
+	16, // 8: tollgate.v1.RugChecks.pool_collapse:type_name -> tollgate.v1.PoolCollapse
+	11, // 9: tollgate.v1.RugChecks.trading:type_name -> tollgate.v1.TradingState
+	32, // 10: tollgate.v1.TradingState.pool:type_name -> google.protobuf.StringValue
+	33, // 11: tollgate.v1.TradingState.buy_tax_pct:type_name -> google.protobuf.DoubleValue
+	33, // 12: tollgate.v1.TradingState.sell_tax_pct:type_name -> google.protobuf.DoubleValue
+	33, // 13: tollgate.v1.TradingState.transfer_tax_pct:type_name -> google.protobuf.DoubleValue
+	34, // 14: tollgate.v1.TradingState.trading_open:type_name -> google.protobuf.BoolValue
+	34, // 15: tollgate.v1.TradingState.transfers_paused:type_name -> google.protobuf.BoolValue
+	12, // 16: tollgate.v1.TradingState.max_buy:type_name -> tollgate.v1.TradeLimit
+	12, // 17: tollgate.v1.TradingState.max_sale:type_name -> tollgate.v1.TradeLimit
+	12, // 18: tollgate.v1.TradingState.max_wallet:type_name -> tollgate.v1.TradeLimit
+	35, // 19: tollgate.v1.TradingState.cooldown_seconds:type_name -> google.protobuf.UInt32Value
+	13, // 20: tollgate.v1.TradingState.probes:type_name -> tollgate.v1.TradeProbe
+	33, // 21: tollgate.v1.TradeLimit.pct:type_name -> google.protobuf.DoubleValue
+	7,  // 22: tollgate.v1.TradeProbe.status:type_name -> tollgate.v1.ProbeStatus
+	35, // 23: tollgate.v1.RoleHolding.members:type_name -> google.protobuf.UInt32Value
+	5,  // 24: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
+	6,  // 25: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
+	32, // 26: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
+	32, // 27: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
+	32, // 28: tollgate.v1.ProxyInfo.upgrader:type_name -> google.protobuf.StringValue
+	32, // 29: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
+	30, // 30: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
+	4,  // 31: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
+	33, // 32: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
+	33, // 33: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
+	33, // 34: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
+	31, // 35: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
+	32, // 36: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_records_proto_init() }
@@ -2259,8 +2701,8 @@ func file_tollgate_v1_records_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_records_proto_rawDesc), len(file_tollgate_v1_records_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   21,
+			NumEnums:      8,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
