@@ -130,7 +130,7 @@ func evaluateTrading(f Facts, add func(flag, rule, evidence string)) (fail, warn
 		if tx.pct == nil {
 			continue
 		}
-		ev := fmt.Sprintf("%s tax %.4g %%: %s credits %s of %s%s", tx.name, *tx.pct, tx.probe.How(*t), tx.probe.Credit, tx.probe.Debit, feeFields(f))
+		ev := fmt.Sprintf("%s tax %.4g %%: %s credits the recipient %.4g %% of what it debits%s", tx.name, *tx.pct, tx.probe.How(*t), 100-*tx.pct, feeFields(f))
 		switch {
 		case *tx.pct >= ExtremeTax:
 			fail = true
@@ -147,6 +147,8 @@ func evaluateTrading(f Facts, add func(flag, rule, evidence string)) (fail, warn
 		case t.Locked:
 			fail = true
 			add(FlagSaleLocked, RuleSaleLocked, "no sale passes within ten years of a buy: "+ev)
+		case t.MaxSale.Bound && s.Decider != nil && s.Decider.Kind == bytecode.GateLimit:
+			// A limit on the sale: RC-21 judges it by its size.
 		case closed && s.Decider != nil && s.Decider.Kind == bytecode.GateFlag:
 			open, why := f.Effects.openable(s.Decider, f)
 			add(FlagTradingClosed, RuleClosed, "a buy and a sale revert on a switch: "+ev+"; "+why)
@@ -194,16 +196,23 @@ func feeFields(f Facts) string {
 	}
 	var out []string
 	for _, fee := range f.Effects.Fees {
-		text := targetText(fee.Target)
-		if fee.Target.Kind == bytecode.TargetSlot {
-			if v, ok := f.Trading.Slots[fee.Target.Slot]; ok {
-				text += fmt.Sprintf(" = %s", new(uint256.Int).Rsh(&v, fee.Target.Offset).Dec())
-			}
+		// A rate: a field read at or below its divisor (a reflection's
+		// rate of its supplies is no fee field).
+		v, ok := f.Trading.Slots[fee.Target.Slot]
+		if fee.Target.Kind != bytecode.TargetSlot || fee.Divisor.IsZero() || !ok {
+			continue
 		}
-		if !fee.Divisor.IsZero() {
-			text += " (divided by " + fee.Divisor.Dec() + ")"
+		rate := new(uint256.Int).Rsh(&v, fee.Target.Offset)
+		if fee.Target.Offset > 0 {
+			rate.And(rate, new(uint256.Int).SubUint64(new(uint256.Int).Lsh(uint256.NewInt(1), 64), 1))
 		}
-		out = append(out, text)
+		if rate.Gt(&fee.Divisor) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s = %s (of %s)", targetText(fee.Target), rate.Dec(), fee.Divisor.Dec()))
+	}
+	if len(out) == 0 {
+		return ""
 	}
 	return "; fee fields: " + strings.Join(out, ", ")
 }

@@ -12,6 +12,7 @@ package trading
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strings"
@@ -275,7 +276,7 @@ func tax(debit, credit *big.Int) *float64 {
 		return nil
 	}
 	kept, _ := new(big.Rat).SetFrac(new(big.Int).Sub(debit, credit), debit).Float64()
-	pct := kept * 100
+	pct := math.Round(kept*1e8) / 1e6 // percent, to a millionth of a point
 	return &pct
 }
 
