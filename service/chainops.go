@@ -184,9 +184,6 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	if k.Owner != nil {
 		facts.OwnerEvidence = k.OwnerSource + " = " + k.Owner.Hex()
 	}
-	if facts.Effects, err = a.effectFacts(ctx, k, effects, source); err != nil {
-		return nil, err
-	}
 	var collapse *whales.Collapse
 	var pool *trading.Pool
 	if a.whales != nil {
@@ -200,11 +197,26 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 			}
 		}
 	}
-	state, err := trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime, Supply: k.TotalSupply, Pool: pool})
+	// The guard fields of the powers ride in the trading probes' first
+	// batch of storage reads.
+	fx := effects.facts // a copy: Source and Slots are this token's
+	fields := fx.GuardFields()
+	also := make([]common.Hash, len(fields))
+	for i, f := range fields {
+		also[i] = f.Slot
+	}
+	state, err := trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
+		Supply: k.TotalSupply, Pool: pool, Also: also})
 	if err != nil {
 		return nil, err
 	}
 	facts.Trading = &state
+	fx.Source, fx.Slots = source, map[rugcheck.SlotField][20]byte{}
+	for _, f := range fields {
+		w := state.Slots[f.Slot]
+		fx.Slots[f] = fieldAddress(w.Bytes32(), f.Offset)
+	}
+	facts.Effects = &fx
 	report := rugcheck.Evaluate(facts)
 	checks := &tollgatev1.RugChecks{
 		CodeHash: k.CodeHash.Hex(),
@@ -280,28 +292,6 @@ func (a *Analytics) effectsOf(k *chain.Contract, scan bytecode.Scan, implHash co
 		return a.scans.effectsOf(implHash, k.ImplementationCode, *implScan), "implementation"
 	}
 	return a.scans.effectsOf(k.CodeHash, k.Code, scan), "token"
-}
-
-// effectFacts is the facts of the powers by effect of an for token k: the
-// addresses in their guard fields read from k's storage at the inspected
-// block (one batch more, only when there are such fields).
-func (a *Analytics) effectFacts(ctx context.Context, k *chain.Contract, an analysed, source string) (*rugcheck.EffectFacts, error) {
-	fx := an.facts // a copy: Source and Slots are this token's
-	fx.Source, fx.Slots = source, map[rugcheck.SlotField][20]byte{}
-	if fields := fx.GuardFields(); len(fields) > 0 {
-		keys := make([]common.Hash, len(fields))
-		for i, f := range fields {
-			keys[i] = f.Slot
-		}
-		words, err := a.chain.Storage(ctx, k.Address, k.Head, keys)
-		if err != nil {
-			return nil, fmt.Errorf("guard slots: %w", err)
-		}
-		for i, f := range fields {
-			fx.Slots[f] = fieldAddress(words[i], f.Offset)
-		}
-	}
-	return &fx, nil
 }
 
 // fieldAddress is the address packed at a bit offset of a storage word.

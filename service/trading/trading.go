@@ -69,6 +69,9 @@ type Token struct {
 	Pool *Pool
 	// Router calls transferFrom on a sale (zero: Router).
 	Router common.Address
+	// Also are slots the caller needs read at Block too: they ride in the
+	// first batch, and come back in State.Slots.
+	Also []common.Hash
 }
 
 // Pool is the pool the buy and the sale are read against.
@@ -148,12 +151,32 @@ func Read(ctx context.Context, st Storage, e bytecode.Effects, tok Token) (State
 		r.tok.Router = Router
 	}
 	if !e.Evaluable(selTransfer) {
-		return State{Pool: tok.Pool, Unread: []string{"transfer's paths could not all be followed (analysis bounds or a computed jump): nothing is read"}}, nil
+		s := State{Pool: tok.Pool, Unread: []string{"transfer's paths could not all be followed (analysis bounds or a computed jump): nothing is read"}}
+		if len(tok.Also) > 0 {
+			words, err := st.Storage(ctx, tok.Address, tok.Block, tok.Also)
+			if err != nil {
+				return State{}, fmt.Errorf("trading: storage: %w", err)
+			}
+			s.Slots, s.Rounds = map[[32]byte]uint256.Int{}, 1
+			for i, a := range tok.Also {
+				var v uint256.Int
+				v.SetBytes32(words[i][:])
+				s.Slots[a] = v
+			}
+		}
+		return s, nil
 	}
 	var s State
 	for round := 0; ; round++ {
 		r.missing = map[[32]byte]bool{}
 		s = r.probe()
+		if round == 0 {
+			for _, a := range tok.Also {
+				if _, read := r.words[a]; !read {
+					r.missing[a] = true
+				}
+			}
+		}
 		if len(r.missing) == 0 || round == maxRounds {
 			break
 		}
