@@ -48,6 +48,8 @@ type pool struct {
 	venue    Kind
 	tokenIs0 bool
 	created  uint64
+	// createdTx is the transaction that created the pool.
+	createdTx common.Hash
 	// hooks is a V4 pool's hook contract; sqrtP its last square-root
 	// price, which its liquidity changes are valued at (venue_v4.go).
 	hooks common.Address

@@ -135,8 +135,11 @@ type Pool struct {
 	// to a buyer: the pool, or the V4 PoolManager.
 	Holder common.Address
 	Venue  Kind
-	// Created is the block of the pool's creation.
-	Created uint64
+	// Created is the block of the pool's creation, CreatedTx its
+	// transaction (its sender created the pool: for a token launched
+	// with its pool, the deployer or the launchpad's caller).
+	Created   uint64
+	CreatedTx common.Hash
 }
 
 // Collapse is the collapse of a followed pool.
@@ -334,6 +337,7 @@ func (s *Scanner) discover(ctx context.Context, from, to uint64) (added, skipped
 			continue
 		}
 		p := newPool(c, token, kind, tokenIs0, l.BlockNumber)
+		p.createdTx = l.TxHash
 		p.observe(p.quotePrice(c.sqrtPrice), s.cfg.Rules) // the price at creation, when the log carries it
 		s.tokens[token] = true
 		s.pools[c.ref] = p
@@ -490,7 +494,7 @@ func (s *Scanner) publish(block uint64) {
 	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{},
 		Pools: map[common.Address][]Pool{}}
 	for _, p := range ps {
-		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created})
+		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created, CreatedTx: p.createdTx})
 	}
 	for _, pools := range snap.Pools {
 		slices.SortStableFunc(pools, func(a, b Pool) int { return cmp.Compare(a.Created, b.Created) })
