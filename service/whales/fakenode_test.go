@@ -1,10 +1,13 @@
 package whales_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
@@ -35,6 +38,9 @@ type fakeNode struct {
 	noise map[common.Hash]bool
 
 	blockNumbers, getLogs, refused atomic.Int64
+	// batches are JSON-RPC batches (the pools' creators), one round trip
+	// each however many requests they hold.
+	batches atomic.Int64
 	served, noiseServed            atomic.Int64
 	mu                             sync.Mutex
 	maxRange                       uint64 // the widest range answered
@@ -58,7 +64,14 @@ func newFakeNode(t testing.TB, logs []types.Log, noise map[common.Hash]bool, hea
 	if err := srv.RegisterName("eth", &fakeEth{n}); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if len(body) > 0 && body[0] == '[' {
+			n.batches.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		srv.ServeHTTP(w, r)
+	}))
 	c, err := rpc.Dial(hs.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +81,7 @@ func newFakeNode(t testing.TB, logs []types.Log, noise map[common.Hash]bool, hea
 }
 
 // calls is every round trip answered or refused.
-func (n *fakeNode) calls() int64 { return n.blockNumbers.Load() + n.getLogs.Load() }
+func (n *fakeNode) calls() int64 { return n.blockNumbers.Load() + n.getLogs.Load() + n.batches.Load() }
 
 // fakeEth is the node's eth namespace.
 type fakeEth struct{ n *fakeNode }
@@ -78,6 +91,15 @@ func (e *fakeEth) BlockNumber() hexutil.Uint64 {
 	e.n.blockNumbers.Add(1)
 	return hexutil.Uint64(e.n.head.Load())
 }
+
+// GetTransactionByHash is eth_getTransactionByHash: every transaction
+// sent by one account.
+func (e *fakeEth) GetTransactionByHash(common.Hash) map[string]any {
+	return map[string]any{"from": fakeCreator}
+}
+
+// fakeCreator sends every transaction of a fake node.
+var fakeCreator = common.HexToAddress("0xc0ffee")
 
 // GetLogs is eth_getLogs over explicit block numbers, refusing what a
 // provider with these caps refuses.

@@ -48,8 +48,10 @@ type pool struct {
 	venue    Kind
 	tokenIs0 bool
 	created  uint64
-	// createdTx is the transaction that created the pool.
+	// createdTx is the transaction that created the pool, creator its
+	// sender.
 	createdTx common.Hash
+	creator   common.Address
 	// hooks is a V4 pool's hook contract; sqrtP its last square-root
 	// price, which its liquidity changes are valued at (venue_v4.go).
 	hooks common.Address

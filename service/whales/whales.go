@@ -140,6 +140,8 @@ type Pool struct {
 	// with its pool, the deployer or the launchpad's caller).
 	Created   uint64
 	CreatedTx common.Hash
+	// Creator sent CreatedTx (zero when the node did not say).
+	Creator common.Address
 }
 
 // Collapse is the collapse of a followed pool.
@@ -313,6 +315,7 @@ func (s *Scanner) discover(ctx context.Context, from, to uint64) (added, skipped
 	if err != nil {
 		return 0, 0, fmt.Errorf("pool creations: %w", err)
 	}
+	var fresh []*pool
 	for _, l := range logs {
 		kind, ok := s.kinds[l.Address]
 		v := venues[kind]
@@ -341,9 +344,38 @@ func (s *Scanner) discover(ctx context.Context, from, to uint64) (added, skipped
 		p.observe(p.quotePrice(c.sqrtPrice), s.cfg.Rules) // the price at creation, when the log carries it
 		s.tokens[token] = true
 		s.pools[c.ref] = p
+		fresh = append(fresh, p)
 		added++
 	}
+	if err := s.creators(ctx, fresh); err != nil {
+		return 0, 0, err
+	}
 	return added, skipped, nil
+}
+
+// creators reads who sent each new pool's creation transaction, in one
+// batch: the deployer of a token launched with its pool, or the caller
+// of the launchpad that launched it.
+func (s *Scanner) creators(ctx context.Context, ps []*pool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	txs := make([]struct {
+		From common.Address `json:"from"`
+	}, len(ps))
+	b := make([]rpc.BatchElem, len(ps))
+	for i, p := range ps {
+		b[i] = rpc.BatchElem{Method: "eth_getTransactionByHash", Args: []any{p.createdTx}, Result: &txs[i]}
+	}
+	if err := s.client.Batch(ctx, b); err != nil {
+		return fmt.Errorf("pool creators: %w", err)
+	}
+	for i, p := range ps {
+		if b[i].Error == nil {
+			p.creator = txs[i].From
+		}
+	}
+	return nil
 }
 
 // prune forgets pools created before the window and, past MaxPools, the
@@ -494,7 +526,7 @@ func (s *Scanner) publish(block uint64) {
 	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{},
 		Pools: map[common.Address][]Pool{}}
 	for _, p := range ps {
-		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created, CreatedTx: p.createdTx})
+		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created, CreatedTx: p.createdTx, Creator: p.creator})
 	}
 	for _, pools := range snap.Pools {
 		slices.SortStableFunc(pools, func(a, b Pool) int { return cmp.Compare(a.Created, b.Created) })
