@@ -40,10 +40,10 @@ type fakeNode struct {
 	blockNumbers, getLogs, refused atomic.Int64
 	// batches are JSON-RPC batches (the pools' creators), one round trip
 	// each however many requests they hold.
-	batches atomic.Int64
-	served, noiseServed            atomic.Int64
-	mu                             sync.Mutex
-	maxRange                       uint64 // the widest range answered
+	batches             atomic.Int64
+	served, noiseServed atomic.Int64
+	mu                  sync.Mutex
+	maxRange            uint64 // the widest range answered
 }
 
 // newFakeNode serves logs (any order) with the head at head.
