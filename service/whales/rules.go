@@ -52,6 +52,8 @@ type pool struct {
 	// sender.
 	createdTx common.Hash
 	creator   common.Address
+	// quote is the pool's quote asset.
+	quote common.Address
 	// hooks is a V4 pool's hook contract; sqrtP its last square-root
 	// price, which its liquidity changes are valued at (venue_v4.go).
 	hooks common.Address

@@ -142,6 +142,8 @@ type Pool struct {
 	CreatedTx common.Hash
 	// Creator sent CreatedTx (zero when the node did not say).
 	Creator common.Address
+	// Quote is the pool's quote asset (zero: native ETH in a V4 pool).
+	Quote common.Address
 }
 
 // Collapse is the collapse of a followed pool.
@@ -340,7 +342,10 @@ func (s *Scanner) discover(ctx context.Context, from, to uint64) (added, skipped
 			continue
 		}
 		p := newPool(c, token, kind, tokenIs0, l.BlockNumber)
-		p.createdTx = l.TxHash
+		p.createdTx, p.quote = l.TxHash, c.currency0
+		if tokenIs0 {
+			p.quote = c.currency1
+		}
 		p.observe(p.quotePrice(c.sqrtPrice), s.cfg.Rules) // the price at creation, when the log carries it
 		s.tokens[token] = true
 		s.pools[c.ref] = p
@@ -526,7 +531,7 @@ func (s *Scanner) publish(block uint64) {
 	snap := &Snapshot{AsOf: time.Now().UTC(), Block: block, TokensScanned: len(ps), Collapses: map[common.Address]Collapse{},
 		Pools: map[common.Address][]Pool{}}
 	for _, p := range ps {
-		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created, CreatedTx: p.createdTx, Creator: p.creator})
+		snap.Pools[p.token] = append(snap.Pools[p.token], Pool{ID: p.ref.String(), Holder: p.ref.holder(), Venue: p.venue, Created: p.created, CreatedTx: p.createdTx, Creator: p.creator, Quote: p.quote})
 	}
 	for _, pools := range snap.Pools {
 		slices.SortStableFunc(pools, func(a, b Pool) int { return cmp.Compare(a.Created, b.Created) })
