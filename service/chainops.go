@@ -195,6 +195,9 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 			if ps := snap.Pools[k.Address]; len(ps) > 0 {
 				pool = &trading.Pool{ID: ps[0].ID, Venue: string(ps[0].Venue), Holder: ps[0].Holder}
 			}
+			for _, p := range snap.Pools[k.Address] {
+				facts.Pools = append(facts.Pools, p.Holder)
+			}
 		}
 	}
 	// The guard fields of the powers ride in the trading probes' first

@@ -39,9 +39,8 @@ type Effects struct {
 	// way that reverts); writeVals the values each write stores.
 	gateConds map[Gate][]cond
 	writeVals map[writeKey][]*term
-	// calls are transfer's and transferFrom's paths kept whole, for
-	// Evaluate.
-	calls map[Selector]*keptPaths
+	// prog is the code, for Evaluate to follow concrete calls through.
+	prog *program
 }
 
 type writeKey struct {
@@ -227,6 +226,14 @@ type Layout struct {
 	// Owner is the field owner() returns (Kind TargetSlot), zero when it
 	// returns something else (a constant, nothing).
 	Owner Target
+	// Getters are the fields some function returns whole, on every path
+	// that succeeds (owner(), pauser(), a public variable): stored
+	// addresses anyone can read by name.
+	Getters []Target
+	// BalanceBits is the mask balanceOf applies to a balance entry (a
+	// token packing a flag beside the balance, as FiatToken v2.2 packs
+	// its blacklist bit); all ones when it applies none.
+	BalanceBits uint256.Int
 }
 
 // Well-known selectors the analysis reads the layout and transfers from.
@@ -263,6 +270,18 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 		}
 		x.run()
 		spent += x.steps
+		if x.incomplete && !x.cutByJump && spent < maxCodeSteps {
+			// Past its bounds: once more, widening the values of paths
+			// that keep meeting (pure computation), which over-approximates
+			// its paths and can only add effects.
+			w := newExplorer(code, end, dests, sel, calldataSize)
+			w.joins, w.consts, w.widen, w.visits = joins, consts, true, map[int]int{}
+			w.run()
+			spent += w.steps
+			if !w.incomplete {
+				return w
+			}
+		}
 		return x
 	}
 	xs := map[Selector]*explorer{}
@@ -280,6 +299,17 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 			e.Layout.Owner = Target{Kind: TargetSlot, Slot: slot, Offset: offset}
 		}
 	}
+	for _, sel := range s.Selectors {
+		if slot, offset, ok := returnedField(xs[sel]); ok {
+			if g := (Target{Kind: TargetSlot, Slot: slot, Offset: offset}); !slices.Contains(e.Layout.Getters, g) {
+				e.Layout.Getters = append(e.Layout.Getters, g)
+			}
+		}
+	}
+	e.Layout.BalanceBits.SetAllOne()
+	if x := xs[selBalanceOf]; x != nil {
+		e.Layout.BalanceBits = balanceBits(x)
+	}
 	fallback := Selector{0xff, 0xff, 0xff, 0xff}
 	for s.Has(fallback) {
 		fallback[3]--
@@ -296,26 +326,9 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 			e.readTransfer(sel, x)
 		}
 	}
-	e.calls = map[Selector]*keptPaths{}
-	for _, sel := range []Selector{selTransfer, selTransferFrom} {
-		if !s.Has(sel) {
-			continue
-		}
-		x := newExplorer(code, end, dests, sel, calldataSize)
-		x.joins, x.consts, x.full = joins, consts, true
-		x.run()
-		kp := &keptPaths{complete: !x.incomplete && len(x.ends) <= maxKeptPaths}
-		if kp.complete {
-			kp.ends = x.ends
-		}
-		e.calls[sel] = kp
-	}
+	e.prog = &program{code: code, end: end, dests: dests, selectors: s.Selectors}
 	return e
 }
-
-// maxKeptPaths bounds the whole paths kept for one function: past it the
-// function is not evaluable (memory, for a cache of many codes).
-const maxKeptPaths = 4096
 
 // summarize turns one function's paths into its effects.
 func (e *Effects) summarize(sel Selector, fallback bool, x *explorer) Function {
@@ -409,14 +422,64 @@ func addGuards(g *Guarded, guards []Guard) *Guarded {
 	return g
 }
 
+// flagOnly: w sets or clears only bits of a balance entry outside those
+// balanceOf reads (OR with, or AND with, a constant that leaves them).
+func (e *Effects) flagOnly(w write) bool {
+	bits := &e.Layout.BalanceBits
+	if new(uint256.Int).Not(bits).IsZero() {
+		return false
+	}
+	v := w.val
+	if v.op != tOp || len(v.args) != 2 || (v.code != 0x17 && v.code != opAND) {
+		return false
+	}
+	for i, a := range v.args {
+		if a.op != tConst || !isOld(v.args[1-i], w.slot) {
+			continue
+		}
+		if v.code == 0x17 { // OR: sets no balance bit
+			return new(uint256.Int).And(&a.k, bits).IsZero()
+		}
+		// AND: keeps every balance bit
+		return new(uint256.Int).Or(&a.k, new(uint256.Int).Not(bits)).Eq(new(uint256.Int).SetAllOne())
+	}
+	return false
+}
+
 // supplyEffects reads a path that succeeds for a mint (a balance or the
 // total supply credited or set while no balance is debited: tokens from
 // nowhere) and a seizure (a balance other than the caller's or the
-// contract's debited or set without an allowance being spent).
+// contract's debited or set without an allowance being spent). A
+// reflection token's move of an account between its two balance
+// mappings is neither.
 func (e *Effects) supplyEffects(end pathEnd) (mint, seize bool) {
 	var credit, debit, allowance bool
+	// A reflection token (two balance mappings) moves an account between
+	// them when it excludes it from rewards or includes it again: the path
+	// also writes the account's entry of a list (_isExcluded[account]).
+	// Its balance, as balanceOf reads it, does not change.
+	moved := map[uint64]bool{}
+	if len(e.Layout.Balances) > 1 {
+		for _, w := range end.writes {
+			if t := target(w.slot); t.Kind == TargetMapping && !t.Nested && !slices.Contains(e.Layout.Balances, t.Slot) {
+				key, _, _ := mapping(w.slot)
+				k, _ := strip(key)
+				moved[k.hash] = true
+			}
+		}
+	}
 	for _, w := range end.writes {
 		t := target(w.slot)
+		if t.Kind == TargetMapping && slices.Contains(e.Layout.Balances, t.Slot) && e.flagOnly(w) {
+			continue // a flag beside the balance, the balance kept
+		}
+		if t.Kind == TargetMapping && len(moved) > 0 {
+			if key, _, ok := mapping(w.slot); ok {
+				if k, _ := strip(key); moved[k.hash] && slices.Contains(e.Layout.Balances, t.Slot) {
+					continue
+				}
+			}
+		}
 		switch {
 		case t.Kind == TargetMapping && t.Nested:
 			allowance = true
@@ -702,6 +765,37 @@ func balanceSlots(x *explorer) [][32]byte {
 	}
 	slices.SortFunc(out, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
 	return out
+}
+
+// balanceBits: the low-bits mask every path of balanceOf that succeeds
+// applies to what it returns, all ones when one applies none.
+func balanceBits(x *explorer) uint256.Int {
+	var bits uint256.Int
+	found := false
+	for _, end := range x.ends {
+		if !end.ok || len(end.ret) == 0 {
+			continue
+		}
+		r := end.ret[0]
+		var m uint256.Int
+		m.SetAllOne()
+		if r.op == tOp && r.code == opAND && len(r.args) == 2 {
+			for _, a := range r.args {
+				if a.op == tConst && lowMask(&a.k) {
+					m = a.k
+				}
+			}
+		}
+		if found && !m.Eq(&bits) {
+			bits.SetAllOne()
+			return bits
+		}
+		bits, found = m, true
+	}
+	if !found {
+		bits.SetAllOne()
+	}
+	return bits
 }
 
 // supplySlot: the slot totalSupply returns, when every path that

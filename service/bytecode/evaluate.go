@@ -1,16 +1,19 @@
 package bytecode
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
 )
 
-// What a concrete call of transfer or transferFrom does, read from the
-// paths the analysis kept whole for them (package documentation,
-// "Concrete calls"): each path's conditions are evaluated with the call's
-// inputs and the storage words the caller supplies, and the path whose
-// conditions all hold is the one the call takes. No code is run: the
-// paths are the analysis's, the words are the chain's.
+// What a concrete call of transfer or transferFrom does (package
+// documentation, "Concrete calls"): the path explorer of the effects
+// analysis follows the call with its inputs and the storage words the
+// caller supplies as known values, so that the branches they decide go
+// one way. Nothing is sent to a node: the code is the token's, the words
+// the chain's.
 
 // Call is one concrete call: its function, its inputs and the block it
 // would run in.
@@ -55,6 +58,10 @@ type Run struct {
 	Decider *Decider
 	// Missing are the slots whose words it needed and Storage lacked.
 	Missing [][32]byte
+	// Assumes: some path reverts only on what the token's storage does
+	// not hold (an external call's result, an ether balance); the result
+	// takes those to let it pass.
+	Assumes bool
 }
 
 // SlotWrite is a word a call leaves in storage.
@@ -84,23 +91,28 @@ type SlotRead struct {
 	Known  bool
 }
 
-// Evaluable reports whether the analysis kept sel's paths whole, every
-// one of them, so that a concrete call of it can be evaluated.
+// Evaluable reports whether the code has function sel, so that a
+// concrete call of it can be followed.
 func (e Effects) Evaluable(sel Selector) bool {
-	p := e.calls[sel]
-	return p != nil && p.complete
+	return e.prog != nil && slices.Contains(e.prog.selectors, sel)
 }
 
-// keptPaths are the whole paths of one function.
-type keptPaths struct {
-	ends     []pathEnd
-	complete bool
+// program is what Evaluate needs of the code to follow a call.
+type program struct {
+	code      []byte
+	end       int
+	dests     []bool
+	selectors []Selector
 }
 
-// Evaluate reads what call c does with storage st.
+// Evaluate follows call c through the code with storage st: every branch
+// whose condition the call's inputs and the storage words decide goes
+// the one way it would; one they do not decide (a word st lacks, a call's
+// result, a code size) is followed both ways. The call passes or reverts
+// when every path it may take agrees; an external call's failure is not
+// taken for the call's (Run.Assumes).
 func (e Effects) Evaluate(c Call, st Storage) Run {
-	kp := e.calls[c.Selector]
-	if kp == nil {
+	if !e.Evaluable(c.Selector) {
 		return Run{}
 	}
 	ev := &evaluator{call: c, st: st, memo: map[*term]word{}, missing: map[[32]byte]bool{}}
@@ -109,40 +121,85 @@ func (e Effects) Evaluate(c Call, st Storage) Run {
 		b := a.Bytes32()
 		ev.calldata = append(ev.calldata, b[:]...)
 	}
-	var possible []*pathEnd
-	for i := range kp.ends {
-		p := &kp.ends[i]
-		may, certain := ev.possible(p)
-		if certain {
-			return ev.result(p)
-		}
-		if may {
-			possible = append(possible, p)
-		}
-	}
+	p := e.prog
+	x := newExplorer(p.code, p.end, p.dests, c.Selector, uint64(len(ev.calldata)))
+	x.joins, x.consts, x.full, x.env = make([]bool, len(p.code)), make([]*term, len(p.code)), true, ev
+	x.run()
 	run := Run{}
-	if len(possible) > 0 {
-		first := ev.result(possible[0])
-		agree := true
-		for _, p := range possible[1:] {
-			r := ev.result(p)
-			agree = agree && r.Status == first.Status && sameWrites(r.Writes, first.Writes)
-			if r.Status != first.Status {
-				first.Status = Unknown
-			}
-		}
-		run = first
-		if !agree {
-			run.Writes = nil
-		}
+	if !x.incomplete && len(x.ends) > 0 {
+		run = ev.agree(x.ends)
 	}
 	for s := range ev.missing {
 		run.Missing = append(run.Missing, s)
 	}
+	slices.SortFunc(run.Missing, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
 	if run.Status == Unknown {
 		run.Writes, run.Decider = nil, nil
 	}
 	return run
+}
+
+// agree is what the paths a call may take say together: their status
+// when they all agree (with the writes, when those agree too), else
+// unknown; reverts decided by an external call's result are set aside
+// when another path passes (Run.Assumes).
+func (ev *evaluator) agree(ends []pathEnd) Run {
+	results := make([]Run, len(ends))
+	passes := false
+	for i := range ends {
+		results[i] = ev.result(&ends[i])
+		passes = passes || results[i].Status == Passes
+	}
+	assumed := false
+	if passes {
+		kept := results[:0]
+		for i, r := range results {
+			if r.Status == Reverts && onCall(&ends[i]) {
+				assumed = true
+				continue
+			}
+			kept = append(kept, r)
+		}
+		results = kept
+	}
+	run := results[0]
+	for _, r := range results[1:] {
+		if r.Status != run.Status {
+			return Run{}
+		}
+		if !sameWrites(r.Writes, run.Writes) {
+			run.Writes = nil
+		}
+	}
+	run.Assumes = assumed
+	return run
+}
+
+// onCall: the path reverted on a condition no input decided that reads
+// what the analysis cannot know of the world outside the token's storage:
+// an external call's result, an account's ether balance or code size,
+// memory a call wrote.
+func onCall(p *pathEnd) bool {
+	for i := len(p.conds) - 1; i >= 0; i-- {
+		c := p.conds[i]
+		if c.decided {
+			continue
+		}
+		return contains(c.raw, func(t *term) bool {
+			switch {
+			case t.op == tFresh, t.op == tWide:
+				return true
+			case t.op != tOp:
+				return false
+			}
+			switch t.code {
+			case opMLOAD, 0x31, 0x3b, 0x3f, 0x47: // BALANCE, EXTCODESIZE, EXTCODEHASH, SELFBALANCE
+				return true
+			}
+			return false
+		})
+	}
+	return false
 }
 
 func sameWrites(a, b []SlotWrite) bool {
@@ -168,23 +225,6 @@ type evaluator struct {
 	st       Storage
 	memo     map[*term]word
 	missing  map[[32]byte]bool
-}
-
-// possible: no condition of p is known false; certain: every one is
-// known true.
-func (ev *evaluator) possible(p *pathEnd) (may, certain bool) {
-	certain = true
-	for _, c := range p.conds {
-		v, ok := ev.eval(c.raw)
-		if !ok {
-			certain = false
-			continue
-		}
-		if v.IsZero() == c.jumped {
-			return false, false
-		}
-	}
-	return true, certain
 }
 
 // result is what path p does with the call's inputs.

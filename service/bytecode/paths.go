@@ -55,6 +55,8 @@ type cond struct {
 	// non-zero: what a concrete call is evaluated on (evaluate.go).
 	raw    *term
 	jumped bool
+	// decided: a concrete call's inputs and storage decided it.
+	decided bool
 }
 
 type write struct {
@@ -110,7 +112,24 @@ type explorer struct {
 	// concrete call is evaluated on, evaluate.go); otherwise outcomes keep
 	// only what the summaries read (rebase).
 	full bool
+	// widen forgets, at a join point reached more than widenAfter times,
+	// the values on the stack and in memory other than return addresses:
+	// the paths of pure computation (a square root's branches, a binary
+	// search) then meet in one state. A second try for a function whose
+	// exact exploration passed its bounds (AnalyzeEffects).
+	widen  bool
+	visits map[int]int
+	// cutByJump: a path jumped to a computed target.
+	cutByJump bool
+	// env, for a concrete call (evaluate.go), decides every branch whose
+	// condition its inputs and storage words decide, and resolves a read
+	// of a slot the path wrote by the slot's value, not its term.
+	env *evaluator
 }
+
+// widenAfter is how many arrivals at one join point a widening explorer
+// keeps exact.
+const widenAfter = 4
 
 // joinPoints marks the JUMPDESTs that paths can reach in more than one
 // way (pushed as a jump target more than once, or pushed and fallen
@@ -268,6 +287,11 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 			x.arrivals[s.pc]++
 			skipMemo = true
 		case memo:
+			if x.widen {
+				if x.visits[s.pc]++; x.visits[s.pc] > widenAfter {
+					x.forgetValues(s)
+				}
+			}
 			seg := s.since(start)
 			sub := x.memoized(s)
 			x.steps += len(sub)
@@ -280,6 +304,28 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 			return outs
 		}
 	}
+}
+
+// forgetValues replaces every value on s's stack but a return address
+// (a constant naming a JUMPDEST), every memory word and every value the
+// path wrote to storage, by an unknown of its own place: paths reaching
+// pc this way meet in one state.
+func (x *explorer) forgetValues(s *pathState) {
+	for i, t := range s.stack {
+		if t.op == tConst && t.k.IsUint64() && t.k.Uint64() < uint64(len(x.dests)) && x.dests[t.k.Uint64()] {
+			continue
+		}
+		s.stack[i] = newTerm(tWide, 0, uint256.NewInt(1<<40|uint64(s.pc)<<12|uint64(i)))
+	}
+	for i := range s.mem {
+		s.mem[i].val = newTerm(tWide, 0, uint256.NewInt(1<<41|uint64(s.pc)<<12|uint64(i)))
+	}
+	// The values written, not where: a write's place is its effect.
+	writes := make([]write, len(s.writes))
+	for i, w := range s.writes {
+		writes[i] = write{slot: w.slot, val: newTerm(tWide, 0, uint256.NewInt(1<<42|uint64(s.pc)<<12|uint64(i))), pc: w.pc}
+	}
+	s.writes = writes
 }
 
 // memoized explores s from a block start, or reuses what an earlier path
@@ -616,6 +662,7 @@ func pathEffect(op byte) (pop, push int, ok bool) {
 // is beyond the analysis, which makes it incomplete).
 func (x *explorer) jumpTo(s *pathState, target *term) bool {
 	if target.op != tConst {
+		x.cutByJump = true
 		x.cut(s)
 		return false
 	}
@@ -642,9 +689,23 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 	}
 	base, neg := strip(condition)
 	frame := x.frameOf(s)
+	if x.env != nil {
+		if v, ok := x.env.eval(condition); ok {
+			jump := !v.IsZero()
+			s.conds = append(s.conds, cond{base: base, truth: jump != neg, pc: pc, frame: frame, raw: condition, jumped: jump, decided: true})
+			if jump {
+				x.jumpTo(s, target)
+			} else {
+				s.pc++
+			}
+			return nil
+		}
+	}
 	visits := 0
 	for i, c := range s.conds {
-		if c.base.hash == base.hash {
+		// A condition on a forgotten value is asked anew: the same place
+		// reached again holds another value (a loop's counter).
+		if c.base.hash == base.hash && base.has&hasWide == 0 {
 			for _, fr := range x.frames {
 				if fr.base > i {
 					fr.consulted = append(fr.consulted, condRef{c.base.hash, c.truth})
@@ -657,7 +718,7 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 			}
 			return nil
 		}
-		if c.pc == pc && c.frame == frame {
+		if c.pc == pc && c.frame == frame && !c.decided {
 			visits++
 		}
 	}
@@ -726,6 +787,16 @@ func (x *explorer) value(s *pathState, op byte, args []*term) *term {
 		}
 		return x.freshAt(s.pc)
 	case opSLOAD:
+		if x.env != nil {
+			if slot, ok := x.env.eval(args[0]); ok {
+				for i := len(s.writes) - 1; i >= 0; i-- {
+					if w, ok := x.env.eval(s.writes[i].slot); ok && w.Eq(&slot) {
+						return s.writes[i].val
+					}
+				}
+				return newTerm(tSload, 0, nil, args[0])
+			}
+		}
 		for i := len(s.writes) - 1; i >= 0; i-- {
 			if s.writes[i].slot.hash == args[0].hash {
 				return s.writes[i].val

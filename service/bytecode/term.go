@@ -26,6 +26,7 @@ const (
 	hasCalldata                   // a calldata word
 	hasSload                      // a storage read
 	hasTime                       // TIMESTAMP or NUMBER
+	hasWide                       // a value a widening explorer forgot
 )
 
 type termOp uint8
@@ -42,6 +43,7 @@ const (
 	tSload           // SLOAD(args[0]) of storage as the path found it
 	tSha3            // KECCAK256 of the memory words args
 	tFresh           // a value nothing is known of (a call's result, GAS, ...)
+	tWide            // a value a widening explorer forgot at a join point (k: its place)
 	tOp              // code applied to args
 )
 
@@ -78,6 +80,8 @@ func newTerm(op termOp, code byte, k *uint256.Int, args ...*term) *term {
 		t.has |= hasSload
 	case op == tTime || op == tNumber:
 		t.has |= hasTime
+	case op == tWide:
+		t.has |= hasWide
 	}
 	return t
 }

@@ -323,6 +323,9 @@ func (e *EffectFacts) guardState(g bytecode.Guard, f Facts) (live bool, addr [20
 		if name, ok := bridges[g.Address]; ok {
 			return false, g.Address, GuardText(g) + " (the OP Stack's " + name + " predeploy: supply moved between chains, no one's power)"
 		}
+		if slices.Contains(f.Pools, g.Address) {
+			return false, g.Address, GuardText(g) + " (the token's own pool: a pool calls the token only to pay a swap, no one's power)"
+		}
 		return !gone(g.Address), g.Address, GuardText(g)
 	}
 	if f.RoleBased {
@@ -386,7 +389,11 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 		if e.Owner != nil {
 			where = "owner() reads slot " + slotText(e.Owner.Slot)
 		}
-		add(FlagHiddenOwner, RuleHiddenOwner, fmt.Sprintf("%s guards %s and is live (0x%x); %s", GuardText(h.guard), h.power, h.addr[:], where))
+		// A field a getter returns by name (pauser(), blacklister()) is a
+		// declared controller: it controls, it is not hidden.
+		if h.guard.Kind != bytecode.GuardSlot || !slices.Contains(e.Getters, SlotField{h.guard.Slot, h.guard.Offset}) {
+			add(FlagHiddenOwner, RuleHiddenOwner, fmt.Sprintf("%s guards %s and is live (0x%x); %s", GuardText(h.guard), h.power, h.addr[:], where))
+		}
 		if e.HasRenounce && h.guard.Kind == bytecode.GuardSlot &&
 			!slices.ContainsFunc(e.Renounce, func(t bytecode.Target) bool {
 				return t.Covers(bytecode.Target{Kind: bytecode.TargetSlot, Slot: h.guard.Slot, Offset: h.guard.Offset})
@@ -407,6 +414,9 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 func EffectFactsOf(e bytecode.Effects) EffectFacts {
 	powers := Powers(e)
 	fx := EffectFacts{Powers: powers, Incomplete: !e.Complete, Openers: openers(e, powers), Writers: gateWriters(e), Fees: e.Fees}
+	for _, g := range e.Layout.Getters {
+		fx.Getters = append(fx.Getters, SlotField{g.Slot, g.Offset})
+	}
 	if e.Layout.Owner.Kind == bytecode.TargetSlot {
 		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
 	}

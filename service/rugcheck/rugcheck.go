@@ -226,6 +226,9 @@ type Facts struct {
 	Effects *EffectFacts
 	// Trading is what a buyer faces now, or nil when not read.
 	Trading *trading.State
+	// Pools are the contracts holding the token's pools (pairs, V3
+	// pools, the V4 PoolManager): a guard naming one is no controller.
+	Pools [][20]byte
 }
 
 // EffectFacts are the powers of a token's code (the implementation's,
@@ -253,6 +256,9 @@ type EffectFacts struct {
 	// may call them; Fees the rates transfer scales credits by.
 	Writers []GateWriter
 	Fees    []bytecode.Fee
+	// Getters are the address fields a function returns by name: the
+	// controllers a token declares.
+	Getters []SlotField
 }
 
 // SlotField is an address field of a storage slot.

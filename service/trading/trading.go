@@ -97,6 +97,9 @@ type Probe struct {
 	Decider *bytecode.Decider
 	// Wait is the time after the buy the call was read at, in seconds.
 	Wait uint64
+	// Assumes: it passes if what it reads outside the token's storage
+	// lets it (the calls it makes succeed, an ether balance suffices).
+	Assumes bool
 }
 
 // Limit is a largest amount a probe found.
@@ -385,7 +388,7 @@ func opened(p *Probe) *bool {
 // the buyer's storage after it.
 func (r *reader) buy(p *Pool, amount *big.Int, st overlay) (*Probe, overlay) {
 	run := r.call(selTransfer, p.Holder, Buyer, []uint256.Int{addrWord(Buyer), u256(amount)}, 0, st)
-	pr := &Probe{Call: "buy", Status: run.Status, Amount: amount, Decider: run.Decider}
+	pr := &Probe{Call: "buy", Status: run.Status, Amount: amount, Decider: run.Decider, Assumes: run.Assumes}
 	if run.Status != bytecode.Passes {
 		return pr, st
 	}
@@ -470,7 +473,7 @@ func (r *reader) sale(p *Pool, amount *big.Int, st overlay) *Probe {
 		}
 		wait, run, waited = hi, at(hi), true
 	}
-	pr := &Probe{Call: "sale", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: wait}
+	pr := &Probe{Call: "sale", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: wait, Assumes: run.Assumes}
 	if run.Status == bytecode.Passes {
 		if !waited {
 			pr.Wait = 0 // it passes in the next block
@@ -492,7 +495,7 @@ func (r *reader) transfer(position *big.Int, st overlay, wait *uint64) *Probe {
 		amount = position
 	}
 	run := r.call(selTransfer, Buyer, Buyer, []uint256.Int{addrWord(Recipient), u256(amount)}, w, st)
-	pr := &Probe{Call: "transfer", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: w}
+	pr := &Probe{Call: "transfer", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: w, Assumes: run.Assumes}
 	if run.Status == bytecode.Passes {
 		pr.Debit, pr.Credit = r.credit(run, st, Buyer, Recipient)
 	}
@@ -606,8 +609,12 @@ func unread(s State) []string {
 		out = append(out, "no followed pool of the token: no buy or sale was read")
 	}
 	for _, p := range []*Probe{s.Buy, s.Sale, s.Transfer} {
-		if p != nil && p.Status == bytecode.Unknown {
+		switch {
+		case p == nil:
+		case p.Status == bytecode.Unknown:
 			out = append(out, "the "+p.Call+" depends on what the analysis cannot know now (a call's result, a code size, a word past the reads)")
+		case p.Assumes:
+			out = append(out, "the "+p.Call+" is read as passing the checks it makes outside the token's storage (the calls it makes succeed, an ether balance suffices); a path where they fail reverts")
 		}
 	}
 	return out

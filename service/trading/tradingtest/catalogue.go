@@ -26,7 +26,9 @@ type Contract struct {
 }
 
 // Catalogue returns the fixed-trap catalogue by contract name, read from
-// service/trading/testdata/traps.json. It finds the file from this
+// service/trading/testdata/traps.json, and the tokens of the precision
+// tests (service/bytecode/testdata/genuine/genuine.json: OpenZeppelin's
+// ERC20Votes, a SafeMoon-style token). It finds the files from this
 // package's source, so tests of any package can call it.
 func Catalogue(t testing.TB) map[string]Contract {
 	t.Helper()
@@ -34,27 +36,29 @@ func Catalogue(t testing.TB) map[string]Contract {
 	if !ok {
 		t.Fatal("tradingtest: no source path to find testdata/traps.json from")
 	}
-	raw, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "testdata", "traps.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var build struct {
-		Contracts map[string]struct {
-			ABI              json.RawMessage `json:"abi"`
-			Bytecode         string          `json:"bytecode"`
-			DeployedBytecode string          `json:"deployedBytecode"`
-		} `json:"contracts"`
-	}
-	if err := json.Unmarshal(raw, &build); err != nil {
-		t.Fatalf("traps.json: %v", err)
-	}
-	out := make(map[string]Contract, len(build.Contracts))
-	for name, c := range build.Contracts {
-		parsed, err := abi.JSON(bytes.NewReader(c.ABI))
+	out := map[string]Contract{}
+	for _, f := range []string{"../testdata/traps.json", "../../bytecode/testdata/genuine/genuine.json"} {
+		raw, err := os.ReadFile(filepath.Join(filepath.Dir(self), f))
 		if err != nil {
-			t.Fatalf("traps.json: %s: %v", name, err)
+			t.Fatal(err)
 		}
-		out[name] = Contract{ABI: parsed, Bytecode: common.FromHex(c.Bytecode), DeployedBytecode: common.FromHex(c.DeployedBytecode)}
+		var build struct {
+			Contracts map[string]struct {
+				ABI              json.RawMessage `json:"abi"`
+				Bytecode         string          `json:"bytecode"`
+				DeployedBytecode string          `json:"deployedBytecode"`
+			} `json:"contracts"`
+		}
+		if err := json.Unmarshal(raw, &build); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for name, c := range build.Contracts {
+			parsed, err := abi.JSON(bytes.NewReader(c.ABI))
+			if err != nil {
+				t.Fatalf("%s: %s: %v", f, name, err)
+			}
+			out[name] = Contract{ABI: parsed, Bytecode: common.FromHex(c.Bytecode), DeployedBytecode: common.FromHex(c.DeployedBytecode)}
+		}
 	}
 	return out
 }
