@@ -318,7 +318,14 @@ func (e *EffectFacts) guardState(g bytecode.Guard, f Facts) (live bool, addr [20
 		if !read {
 			return true, v, GuardText(g) + " (not read: assumed live)"
 		}
-		return !gone(v), v, fmt.Sprintf("%s, which holds 0x%x", GuardText(g), v[:])
+		text := fmt.Sprintf("%s, which holds 0x%x", GuardText(g), v[:])
+		if gone(v) {
+			// Empty now, but a function someone alive may call can set it.
+			if who, ok := e.settable(g, f); ok {
+				return true, v, text + ", but " + who
+			}
+		}
+		return !gone(v), v, text
 	case bytecode.GuardConstant:
 		if name, ok := bridges[g.Address]; ok {
 			return false, g.Address, GuardText(g) + " (the OP Stack's " + name + " predeploy: supply moved between chains, no one's power)"
@@ -336,6 +343,32 @@ func (e *EffectFacts) guardState(g bytecode.Guard, f Facts) (live bool, addr [20
 		return false, [20]byte{}, GuardText(g) + " (an AccessControl role, held by no one)"
 	}
 	return true, [20]byte{}, GuardText(g) + " (its members cannot be listed from storage: assumed held)"
+}
+
+// settable says whether a function whose own guard is live can write the
+// guard field g (setSpender() by a live owner, acceptOwnership() by a
+// pending owner), and which: the field's emptiness is then no one's
+// renounce. One level: a setter's own guards are judged by their words.
+func (e *EffectFacts) settable(g bytecode.Guard, f Facts) (string, bool) {
+	field := bytecode.Target{Kind: bytecode.TargetSlot, Slot: g.Slot, Offset: g.Offset}
+	for _, w := range e.Setters {
+		if !w.Target.Covers(field) {
+			continue
+		}
+		for _, sg := range w.Guards {
+			if sg.Kind == bytecode.GuardSlot {
+				v, read := e.Slots[SlotField{sg.Slot, sg.Offset}]
+				if !read || gone(v) {
+					continue
+				}
+				return fmt.Sprintf("0x%x sets it, callable when %s, which holds 0x%x", w.Selector[:], GuardText(sg), v[:]), true
+			}
+			if live, _, text := e.guardState(sg, f); live && sg.Kind != bytecode.GuardSlot {
+				return fmt.Sprintf("0x%x sets it, callable when %s", w.Selector[:], text), true
+			}
+		}
+	}
+	return "", false
 }
 
 // evaluateEffects adds the flags of the powers by effect (RC-14), hidden
@@ -417,6 +450,7 @@ func EffectFactsOf(e bytecode.Effects) EffectFacts {
 	for _, g := range e.Layout.Getters {
 		fx.Getters = append(fx.Getters, SlotField{g.Slot, g.Offset})
 	}
+	fx.Setters = guardSetters(e, powers)
 	if e.Layout.Owner.Kind == bytecode.TargetSlot {
 		fx.Owner = &SlotField{e.Layout.Owner.Slot, e.Layout.Owner.Offset}
 	}
@@ -432,6 +466,33 @@ func EffectFactsOf(e bytecode.Effects) EffectFacts {
 }
 
 var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
+
+// guardSetters are the functions that write the powers' guard fields and
+// check their own caller (an owner's setSpender(), acceptOwnership()):
+// who can fill a guard that is empty now. A write anyone can make is left
+// out: an initializer that reverts once run looks the same.
+func guardSetters(e bytecode.Effects, powers []Power) []GateWriter {
+	var out []GateWriter
+	for _, p := range powers {
+		for _, g := range p.Guards {
+			if g.Kind != bytecode.GuardSlot {
+				continue
+			}
+			field := bytecode.Target{Kind: bytecode.TargetSlot, Slot: g.Slot, Offset: g.Offset}
+			for _, f := range e.Functions {
+				for _, w := range f.Writes {
+					if !w.Target.Covers(field) || !privileged(&w.Guarded) || slices.ContainsFunc(out, func(o GateWriter) bool {
+						return o.Target == w.Target && o.Selector == f.Selector && o.Fallback == f.Fallback
+					}) {
+						continue
+					}
+					out = append(out, GateWriter{Target: w.Target, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards})
+				}
+			}
+		}
+	}
+	return out
+}
 
 // GuardFields are the storage fields whose addresses the verdict needs:
 // the guards of the powers and of the gates' writers that are slots, and
@@ -450,6 +511,9 @@ func (fx *EffectFacts) GuardFields() []SlotField {
 		add(p.Guards)
 	}
 	for _, w := range fx.Writers {
+		add(w.Guards)
+	}
+	for _, w := range fx.Setters {
 		add(w.Guards)
 	}
 	if o := fx.Owner; len(out) > 0 && o != nil && !slices.Contains(out, *o) {

@@ -220,6 +220,13 @@ func TestVerdictCatalogue(t *testing.T) {
 		"Operators":     {{"operators assumed", live, Fail, []string{FlagMintable}, []string{FlagHiddenOwner}, "assumed held"}},
 		"ImmutableFarm": {{"immutable minter", live, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "0xbeef"}},
 		"DeadFarm":      {{"dead constant", live, Warn, []string{FlagMintable}, []string{FlagHiddenOwner}, "every guard is gone"}},
+		// Powers no name reveals: a mint only the fallback reaches; an
+		// address the owner sets that moves anyone's tokens with no
+		// allowance, empty now but settable while the owner is live.
+		"FallbackFarm": {{"operator live", live, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "the fallback"},
+			{"operator zero", renounced, Warn, []string{FlagMintable}, []string{FlagHiddenOwner}, "every guard is gone"}},
+		"Spender": {{"spender unset, owner live", map[SlotField][20]byte{field(3): deployer, field(4): {}}, Fail, []string{FlagSeizable}, nil, "sets it, callable when msg.sender == the address in slot 0x3"},
+			{"both gone", renounced, Warn, []string{FlagSeizable}, nil, "every guard is gone"}},
 	}
 	for setting, c := range loadCatalogues(t) {
 		for name, states := range tests {

@@ -259,6 +259,9 @@ type EffectFacts struct {
 	// Getters are the address fields a function returns by name: the
 	// controllers a token declares.
 	Getters []SlotField
+	// Setters are the guarded functions that write the powers' guard
+	// fields.
+	Setters []GateWriter
 }
 
 // SlotField is an address field of a storage slot.

@@ -411,3 +411,53 @@ contract DeadFarm is Base {
         _totalSupply += v;
     }
 }
+
+/// A mint reached only through the fallback, by a private operator: no
+/// selector names it.
+contract FallbackFarm is Base {
+    address private _op;
+
+    constructor(address op) CTOR {
+        _op = op;
+    }
+
+    FALLBACK {
+        require(msg.sender == _op, "no");
+        _balances[_op] += msg.data.length * 1e18;
+        _totalSupply += msg.data.length * 1e18;
+    }
+}
+
+/// An address the owner sets that transferFrom lets skip the allowance:
+/// it can move anyone's tokens.
+contract Spender is Base {
+    address private _spender;
+
+    function setSpender(address s) external onlyOwner {
+        _spender = s;
+    }
+
+    function pull(address from, address to, uint256 v) external returns (bool) {
+        if (msg.sender != _spender) {
+            require(_allowances[from][msg.sender] >= v, "allowance");
+            _allowances[from][msg.sender] -= v;
+        }
+        _transfer(from, to, v);
+        return true;
+    }
+}
+
+/// A switch that blocks every sender not on the team when closed; open
+/// now, and the owner can close it.
+contract TeamSwitch is Base {
+    bool private _open = true;
+    mapping(address => bool) private _team;
+
+    function setOpen(bool on) external onlyOwner {
+        _open = on;
+    }
+
+    function _check(address from, address, uint256) internal OVERRIDE {
+        require(_open || _team[from], "closed");
+    }
+}

@@ -8,10 +8,10 @@ const fs = require("fs");
 const path = require("path");
 
 const releases = [
-  { pkg: "solc-0.5", tag: "0.5", ctor: "public", virtual: "", override: "", sender: "msg.sender", maxuint: "uint256(-1)", immutables: false },
-  { pkg: "solc-0.6", tag: "0.6", ctor: "public", virtual: "virtual", override: "override", sender: "msg.sender", maxuint: "type(uint256).max", immutables: true },
-  { pkg: "solc-0.7", tag: "0.7", ctor: "", virtual: "virtual", override: "override", sender: "msg.sender", maxuint: "type(uint256).max", immutables: true },
-  { pkg: "solc-0.8", tag: "0.8", ctor: "", virtual: "virtual", override: "override", sender: "payable(msg.sender)", maxuint: "type(uint256).max", immutables: true, viaIR: true },
+  { pkg: "solc-0.5", tag: "0.5", ctor: "public", virtual: "", override: "", sender: "msg.sender", maxuint: "uint256(-1)", immutables: false, fallback: "function() external" },
+  { pkg: "solc-0.6", tag: "0.6", ctor: "public", virtual: "virtual", override: "override", sender: "msg.sender", maxuint: "type(uint256).max", immutables: true, fallback: "fallback() external" },
+  { pkg: "solc-0.7", tag: "0.7", ctor: "", virtual: "virtual", override: "override", sender: "msg.sender", maxuint: "type(uint256).max", immutables: true, fallback: "fallback() external" },
+  { pkg: "solc-0.8", tag: "0.8", ctor: "", virtual: "virtual", override: "override", sender: "payable(msg.sender)", maxuint: "type(uint256).max", immutables: true, viaIR: true, fallback: "fallback() external" },
 ];
 
 function source(file, r) {
@@ -21,7 +21,8 @@ function source(file, r) {
     .replace(/\bVIRTUAL\b/g, r.virtual)
     .replace(/\bOVERRIDE\b/g, r.override)
     .replace(/\bSENDER\b/g, r.sender)
-    .replace(/\bMAXUINT\b/g, r.maxuint);
+    .replace(/\bMAXUINT\b/g, r.maxuint)
+    .replace(/\bFALLBACK\b/g, r.fallback);
 }
 
 for (const r of releases) {
