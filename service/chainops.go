@@ -5,18 +5,24 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/rpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
 	"github.com/tollgate/tollgate/service/bytecode"
 	"github.com/tollgate/tollgate/service/chain"
+	"github.com/tollgate/tollgate/service/deployer"
+	"github.com/tollgate/tollgate/service/holders"
+	"github.com/tollgate/tollgate/service/liquidity"
 	"github.com/tollgate/tollgate/service/rugcheck"
 	"github.com/tollgate/tollgate/service/trading"
 	"github.com/tollgate/tollgate/service/whales"
@@ -44,6 +50,8 @@ var deadAddress = common.HexToAddress("0x000000000000000000000000000000000000dEa
 type Chain interface {
 	Inspect(ctx context.Context, addr common.Address, windowBlocks uint64, ownerProbes ...[]byte) (*chain.Contract, error)
 	Storage(ctx context.Context, addr common.Address, block uint64, slots []common.Hash) ([]common.Hash, error)
+	Batch(ctx context.Context, elems []rpc.BatchElem) error
+	Logs(ctx context.Context, q chain.LogQuery) ([]types.Log, error)
 }
 
 // errNotToken marks an address that holds no token contract.
@@ -186,8 +194,9 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	}
 	var collapse *whales.Collapse
 	var pool *trading.Pool
+	var snap *whales.Snapshot
 	if a.whales != nil {
-		if snap := a.whales.Snapshot(); snap != nil {
+		if snap = a.whales.Snapshot(); snap != nil {
 			if c, ok := snap.Collapses[k.Address]; ok {
 				collapse = &c
 				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool, Venue: string(c.Venue), Kind: c.Kind, Block: c.Block}
@@ -208,11 +217,45 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	for i, f := range fields {
 		also[i] = f.Slot
 	}
-	state, err := trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
-		Supply: k.TotalSupply, Pool: pool, Also: also})
-	if err != nil {
-		return nil, err
+	// What a buyer faces, who holds the supply and who deployed it are
+	// read side by side: each is a few batches, none needs another's.
+	var pools []whales.Pool
+	if snap != nil {
+		pools = snap.Pools[k.Address]
 	}
+	var (
+		wg     sync.WaitGroup
+		state  trading.State
+		held   holders.Holders
+		record deployer.Record
+		liq    []liquidity.PoolLiquidity
+		errs   [4]error
+	)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		state, errs[0] = trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
+			Supply: k.TotalSupply, Pool: pool, Also: also})
+	}()
+	go func() {
+		defer wg.Done()
+		held, errs[1] = holders.Read(ctx, a.chain, holderInput(k, pools))
+	}()
+	go func() {
+		defer wg.Done()
+		record, errs[2] = deployer.Read(ctx, a.chain, deployer.Input{Token: k.Address, Block: k.Head, Pools: pools, Snapshot: snap}, deployer.DefaultConfig())
+	}()
+	go func() {
+		defer wg.Done()
+		liq, errs[3] = liquidity.Read(ctx, a.chain, liquidityInput(k, pools))
+	}()
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	facts.Holders, facts.Deployer, facts.Liquidity = &held, &record, liq
 	facts.Trading = &state
 	fx.Source, fx.Slots = source, map[rugcheck.SlotField][20]byte{}
 	for _, f := range fields {
@@ -266,6 +309,9 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		checks.Proxy = &tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED, UpgraderSource: "unknown"}
 	}
 	checks.Trading = tradingState(state)
+	checks.Holders = holderShares(held)
+	checks.Deployer = deployerRecord(record)
+	checks.Liquidity = poolLiquidity(liq)
 	if collapse != nil {
 		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool, Venue: string(collapse.Venue), Kind: collapse.Kind, Block: uint32(collapse.Block)}
 	}
@@ -646,6 +692,119 @@ func tradingState(s trading.State) *tollgatev1.TradingState {
 		status := map[bytecode.Status]tollgatev1.ProbeStatus{bytecode.Passes: tollgatev1.ProbeStatus_PROBE_STATUS_PASSES,
 			bytecode.Reverts: tollgatev1.ProbeStatus_PROBE_STATUS_REVERTS, bytecode.Unknown: tollgatev1.ProbeStatus_PROBE_STATUS_UNKNOWN}[p.Status]
 		out.Probes = append(out.Probes, &tollgatev1.TradeProbe{Call: p.Call, How: p.How(s), Status: status, Reason: p.Reason()})
+	}
+	return out
+}
+
+// holderMargin is how far before its first pool's creation a token's
+// history is read from: a launch pools its token within a day.
+const holderMargin = 43_200
+
+// holderInput is what the holder reading needs of k: its history from a
+// day before its first followed pool (or from the bound back), its pools
+// set apart, and, for the deployer's share, its first pool's creator.
+func holderInput(k *chain.Contract, pools []whales.Pool) holders.Token {
+	t := holders.Token{Address: k.Address, Block: k.Head, Supply: k.TotalSupply, Owner: k.Owner, Exclude: map[common.Address]string{}}
+	for addr, name := range liquidity.Lockers() {
+		t.Exclude[addr] = "a liquidity locker (" + name + ")"
+	}
+	for i, p := range pools {
+		t.Exclude[p.Holder] = fmt.Sprintf("a pool of the token (%s, %s)", p.Venue, p.ID)
+		if i == 0 {
+			t.From = p.Created - min(p.Created, holderMargin)
+			if p.Creator != (common.Address{}) {
+				creator := p.Creator
+				t.Deployer = &creator
+			}
+		}
+	}
+	return t
+}
+
+func holderShare(h holders.Holder) *tollgatev1.HolderShare {
+	return &tollgatev1.HolderShare{Address: h.Address.Hex(), Balance: h.Balance.String(), Pct: h.Share * 100, Why: h.Why}
+}
+
+// holderShares is the answer's record of who holds the supply.
+func holderShares(h holders.Holders) *tollgatev1.HolderShares {
+	out := &tollgatev1.HolderShares{Top: []*tollgatev1.HolderShare{}, Top10Pct: h.Top10Share * 100, Count: uint32(min(h.Count, 1<<32-1)),
+		CountExact: h.CountExact, Excluded: []*tollgatev1.HolderShare{}, Burned: []*tollgatev1.HolderShare{}, Estimated: h.Estimated, Note: h.Note, Logs: uint32(h.Logs)}
+	for _, x := range h.Top {
+		out.Top = append(out.Top, holderShare(x))
+	}
+	for _, x := range h.Excluded {
+		out.Excluded = append(out.Excluded, holderShare(x))
+	}
+	for _, x := range h.Burns {
+		out.Burned = append(out.Burned, holderShare(x))
+	}
+	if h.Owner != nil {
+		out.Owner = holderShare(*h.Owner)
+	}
+	if h.Deployer != nil {
+		out.Deployer = holderShare(*h.Deployer)
+	}
+	return out
+}
+
+// deployerRecord is the answer's record of the token's deployer.
+func deployerRecord(r deployer.Record) *tollgatev1.DeployerRecord {
+	out := &tollgatev1.DeployerRecord{Source: r.Source, Block: uint32(r.Block), Launchpad: r.Launchpad, Tokens: []*tollgatev1.DeployedToken{},
+		More: uint32(r.More), PulledRecently: r.PulledRecently, Note: r.Note}
+	if r.Deployer != nil {
+		out.Address = wrapperspb.String(r.Deployer.Hex())
+		out.Transaction = wrapperspb.String(r.Tx.Hex())
+	}
+	if r.Factory != nil {
+		out.Factory = wrapperspb.String(r.Factory.Hex())
+	}
+	for _, t := range r.Tokens {
+		d := &tollgatev1.DeployedToken{Token: t.Address.Hex(), Pool: t.Pool.ID, Created: uint32(t.Created), Recent: t.Recent}
+		if c := t.Collapse; c != nil {
+			d.Collapse = &tollgatev1.PoolCollapse{Pool: c.Pool, Venue: string(c.Venue), Kind: c.Kind, Block: uint32(c.Block)}
+		}
+		out.Tokens = append(out.Tokens, d)
+	}
+	return out
+}
+
+// liquidityInput is what the liquidity reading needs of k: its followed
+// pools, its owner, and its first pool's creator for the deployer (the
+// deployer record, read beside it, cannot be waited for).
+func liquidityInput(k *chain.Contract, pools []whales.Pool) liquidity.Input {
+	in := liquidity.Input{Token: k.Address, Block: k.Head, Owner: k.Owner}
+	for i, p := range pools {
+		in.Pools = append(in.Pools, liquidity.Pool{ID: p.ID, Venue: p.Venue, Holder: p.Holder, Quote: p.Quote, Created: p.Created, Creator: p.Creator})
+		if i == 0 && p.Creator != (common.Address{}) {
+			creator := p.Creator
+			in.Deployer = &creator
+		}
+	}
+	return in
+}
+
+// poolLiquidity is the answer's record of how each pool's liquidity is
+// held.
+func poolLiquidity(ps []liquidity.PoolLiquidity) []*tollgatev1.PoolLiquidity {
+	out := []*tollgatev1.PoolLiquidity{}
+	amount := func(v *big.Int) *wrapperspb.StringValue {
+		if v == nil {
+			return nil
+		}
+		return wrapperspb.String(v.String())
+	}
+	for _, p := range ps {
+		pl := &tollgatev1.PoolLiquidity{Pool: p.ID, Venue: string(p.Venue), QuoteReserve: amount(p.QuoteReserve), QuoteAtCreation: amount(p.QuoteAtCreation),
+			QuoteRemoved: amount(p.QuoteRemoved), BurnedPct: p.Burned * 100, LockedPct: p.Locked * 100, DeployerPct: p.Deployer * 100,
+			OwnerPct: p.Owner * 100, OtherPct: p.Other * 100, Locks: []*tollgatev1.LiquidityLock{}, Unread: p.Unread}
+		if pl.Unread == nil {
+			pl.Unread = []string{}
+		}
+		for _, l := range p.Locks {
+			pl.Locks = append(pl.Locks, &tollgatev1.LiquidityLock{Locker: l.Locker.Hex(), Name: l.Name, Recognised: l.Recognised, Pct: l.Share * 100,
+				Until: uint32(min(l.Until, 1<<32-1)), Expired: l.Expired})
+		}
+		out = append(out, pl)
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/rpc"
 
 	"github.com/tollgate/tollgate/devnet/devnettest"
@@ -28,10 +29,10 @@ type poolBook struct {
 	pools map[common.Address][]whales.Pool
 }
 
-func (b *poolBook) add(token, pair common.Address) {
+func (b *poolBook) add(token, pair, creator, weth common.Address, created uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pools[token] = []whales.Pool{{ID: pair.Hex(), Holder: pair, Venue: whales.UniswapV2}}
+	b.pools[token] = []whales.Pool{{ID: pair.Hex(), Holder: pair, Venue: whales.UniswapV2, Creator: creator, Quote: weth, Created: created}}
 }
 
 func (b *poolBook) Snapshot() *whales.Snapshot {
@@ -128,7 +129,13 @@ func TestRugCheckTradingOnChain(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			book.add(token, pair)
+			// The pair was created by the token's constructor, sent by the
+			// deployer: the whale scan's creator.
+			var head hexutil.Uint64
+			if err := rc.Call(&head, "eth_blockNumber"); err != nil {
+				t.Fatal(err)
+			}
+			book.add(token, pair, deployer.Address, v.WETH, uint64(head))
 			// The chain's measure: a buy of 0.1 ETH and a sale of what it
 			// bought, through the router.
 			received, poolSent, buyErr := v.Buy(t, buyer, token, big.NewInt(1e17))
@@ -179,6 +186,21 @@ func TestRugCheckTradingOnChain(t *testing.T) {
 			}
 			if c.want.cooldown != nil && (tr.GetCooldownSeconds() == nil || tr.GetCooldownSeconds().GetValue() != *c.want.cooldown) {
 				t.Errorf("cooldown %v, want %d", tr.GetCooldownSeconds(), *c.want.cooldown)
+			}
+			// The deployer record, the holders and the liquidity, against
+			// the chain: the deployer sent the token's creation; its
+			// balance and the pool's liquidity are what the chain holds.
+			dep := r.GetChecks().GetDeployer()
+			if dep.GetAddress().GetValue() != deployer.Address.Hex() || dep.GetSource() != "creation" {
+				t.Errorf("deployer %v (%s), want %s from the creation", dep.GetAddress(), dep.GetSource(), deployer.Address.Hex())
+			}
+			if got, want := r.GetChecks().GetHolders().GetDeployer().GetBalance(), v.BalanceOf(t, token, deployer.Address).String(); got != want {
+				t.Errorf("the deployer's balance %s, the chain %s", got, want)
+			}
+			if liq := r.GetChecks().GetLiquidity(); len(liq) != 1 || liq[0].GetPool() != pair.Hex() || liq[0].GetDeployerPct() < 99 {
+				t.Errorf("liquidity %v, want the deployer holding the pair's LP", liq)
+			} else if !slices.Contains(r.GetFlags(), "liquidity-unlocked") {
+				t.Errorf("no liquidity-unlocked among %v", r.GetFlags())
 			}
 			if !c.want.sells {
 				return

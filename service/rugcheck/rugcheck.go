@@ -13,6 +13,9 @@ import (
 	"strings"
 
 	"github.com/tollgate/tollgate/service/bytecode"
+	"github.com/tollgate/tollgate/service/deployer"
+	"github.com/tollgate/tollgate/service/holders"
+	"github.com/tollgate/tollgate/service/liquidity"
 	"github.com/tollgate/tollgate/service/trading"
 )
 
@@ -229,6 +232,12 @@ type Facts struct {
 	// Pools are the contracts holding the token's pools (pairs, V3
 	// pools, the V4 PoolManager): a guard naming one is no controller.
 	Pools [][20]byte
+	// Holders is who holds the supply, Deployer who deployed it and what
+	// became of its other tokens; nil when not read.
+	Holders  *holders.Holders
+	Deployer *deployer.Record
+	// Liquidity is how each followed pool's liquidity is held.
+	Liquidity []liquidity.PoolLiquidity
 }
 
 // EffectFacts are the powers of a token's code (the implementation's,
@@ -398,6 +407,7 @@ func Evaluate(f Facts) Report {
 	}
 	fx := evaluateEffects(f, add)
 	tradeFail, tradeWarn := evaluateTrading(f, add)
+	supplyWarn := evaluateSupply(f, add)
 	control := ownerActive || rolesHeld || upgradeControl || fx.hidden
 	// A capability found by name is judged by owner(), roles and the
 	// upgrade power, unless every selector that revealed it has a power by
@@ -419,7 +429,7 @@ func Evaluate(f Facts) Report {
 	switch {
 	case severe(named, f.LimitFloor) && control, fx.severeLive, tradeFail:
 		v = Fail
-	case severe(has, f.LimitFloor), has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0, fx.incomplete, tradeWarn:
+	case severe(has, f.LimitFloor), has[Limit], f.SelfDestruct, f.Unresolved, f.Collapse != nil, f.Transfers == 0, fx.incomplete, tradeWarn, supplyWarn:
 		v = Warn
 	}
 	if f.KnownIssuer {

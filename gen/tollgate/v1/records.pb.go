@@ -700,7 +700,17 @@ type RugChecks struct {
 	// What a buyer faces now: taxes, whether trading is open, limits, a
 	// wait before a sale (docs/rules.md, "Trading now"); null only from a
 	// server that does not read it.
-	Trading       *TradingState `protobuf:"bytes,12,opt,name=trading,proto3" json:"trading,omitempty"`
+	Trading *TradingState `protobuf:"bytes,12,opt,name=trading,proto3" json:"trading,omitempty"`
+	// Who holds the supply (docs/rules.md, "Holders"); null only from a
+	// server that does not read it.
+	Holders *HolderShares `protobuf:"bytes,13,opt,name=holders,proto3" json:"holders,omitempty"`
+	// Who deployed the token and what became of the deployer's other
+	// tokens (docs/rules.md, "Deployer"); null only from a server that does
+	// not read it.
+	Deployer *DeployerRecord `protobuf:"bytes,14,opt,name=deployer,proto3" json:"deployer,omitempty"`
+	// How the liquidity of each of the token's followed pools is held, and
+	// what was removed since its creation (docs/rules.md, "Liquidity").
+	Liquidity     []*PoolLiquidity `protobuf:"bytes,15,rep,name=liquidity,proto3" json:"liquidity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,6 +829,686 @@ func (x *RugChecks) GetTrading() *TradingState {
 	return nil
 }
 
+func (x *RugChecks) GetHolders() *HolderShares {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *RugChecks) GetDeployer() *DeployerRecord {
+	if x != nil {
+		return x.Deployer
+	}
+	return nil
+}
+
+func (x *RugChecks) GetLiquidity() []*PoolLiquidity {
+	if x != nil {
+		return x.Liquidity
+	}
+	return nil
+}
+
+// How one pool's liquidity is held (V2-style pairs: shares of the LP
+// supply; concentrated liquidity and V4: of the positions' value at the
+// pool's price), and what became of it since the pool's creation.
+type PoolLiquidity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pool's address, or a Uniswap V4 pool's id, and its venue.
+	Pool  string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Venue string `protobuf:"bytes,2,opt,name=venue,proto3" json:"venue,omitempty"`
+	// Quote the pool holds now, the first liquidity brought, and liquidity
+	// removals took out since, in the quote's smallest unit as decimal
+	// strings; null when not read (unread says why).
+	QuoteReserve    *wrapperspb.StringValue `protobuf:"bytes,3,opt,name=quote_reserve,json=quoteReserve,proto3" json:"quote_reserve,omitempty"`
+	QuoteAtCreation *wrapperspb.StringValue `protobuf:"bytes,4,opt,name=quote_at_creation,json=quoteAtCreation,proto3" json:"quote_at_creation,omitempty"`
+	QuoteRemoved    *wrapperspb.StringValue `protobuf:"bytes,5,opt,name=quote_removed,json=quoteRemoved,proto3" json:"quote_removed,omitempty"`
+	// Shares of the liquidity in percent: burned (0x0, 0x…dEaD), locked
+	// until a time not yet reached, held by the deployer, by the owner, and
+	// the rest. They sum to 100, or are all 0 for an empty pool.
+	BurnedPct   float64 `protobuf:"fixed64,6,opt,name=burned_pct,json=burnedPct,proto3" json:"burned_pct,omitempty"`
+	LockedPct   float64 `protobuf:"fixed64,7,opt,name=locked_pct,json=lockedPct,proto3" json:"locked_pct,omitempty"`
+	DeployerPct float64 `protobuf:"fixed64,8,opt,name=deployer_pct,json=deployerPct,proto3" json:"deployer_pct,omitempty"`
+	OwnerPct    float64 `protobuf:"fixed64,9,opt,name=owner_pct,json=ownerPct,proto3" json:"owner_pct,omitempty"`
+	OtherPct    float64 `protobuf:"fixed64,10,opt,name=other_pct,json=otherPct,proto3" json:"other_pct,omitempty"`
+	// The locks found, expired ones included (counted in other_pct).
+	Locks []*LiquidityLock `protobuf:"bytes,11,rep,name=locks,proto3" json:"locks,omitempty"`
+	// What could not be read or was estimated, and why.
+	Unread        []string `protobuf:"bytes,12,rep,name=unread,proto3" json:"unread,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolLiquidity) Reset() {
+	*x = PoolLiquidity{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolLiquidity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolLiquidity) ProtoMessage() {}
+
+func (x *PoolLiquidity) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolLiquidity.ProtoReflect.Descriptor instead.
+func (*PoolLiquidity) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PoolLiquidity) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PoolLiquidity) GetVenue() string {
+	if x != nil {
+		return x.Venue
+	}
+	return ""
+}
+
+func (x *PoolLiquidity) GetQuoteReserve() *wrapperspb.StringValue {
+	if x != nil {
+		return x.QuoteReserve
+	}
+	return nil
+}
+
+func (x *PoolLiquidity) GetQuoteAtCreation() *wrapperspb.StringValue {
+	if x != nil {
+		return x.QuoteAtCreation
+	}
+	return nil
+}
+
+func (x *PoolLiquidity) GetQuoteRemoved() *wrapperspb.StringValue {
+	if x != nil {
+		return x.QuoteRemoved
+	}
+	return nil
+}
+
+func (x *PoolLiquidity) GetBurnedPct() float64 {
+	if x != nil {
+		return x.BurnedPct
+	}
+	return 0
+}
+
+func (x *PoolLiquidity) GetLockedPct() float64 {
+	if x != nil {
+		return x.LockedPct
+	}
+	return 0
+}
+
+func (x *PoolLiquidity) GetDeployerPct() float64 {
+	if x != nil {
+		return x.DeployerPct
+	}
+	return 0
+}
+
+func (x *PoolLiquidity) GetOwnerPct() float64 {
+	if x != nil {
+		return x.OwnerPct
+	}
+	return 0
+}
+
+func (x *PoolLiquidity) GetOtherPct() float64 {
+	if x != nil {
+		return x.OtherPct
+	}
+	return 0
+}
+
+func (x *PoolLiquidity) GetLocks() []*LiquidityLock {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *PoolLiquidity) GetUnread() []string {
+	if x != nil {
+		return x.Unread
+	}
+	return nil
+}
+
+// Liquidity in a locker.
+type LiquidityLock struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Locker string                 `protobuf:"bytes,1,opt,name=locker,proto3" json:"locker,omitempty"`
+	// The recognised locker's name, or "releaseTime()" for another
+	// contract that answers it.
+	Name       string  `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Recognised bool    `protobuf:"varint,3,opt,name=recognised,proto3" json:"recognised,omitempty"`
+	Pct        float64 `protobuf:"fixed64,4,opt,name=pct,proto3" json:"pct,omitempty"`
+	// Release time in Unix seconds, 0 when unknown.
+	Until         uint32 `protobuf:"varint,5,opt,name=until,proto3" json:"until,omitempty"`
+	Expired       bool   `protobuf:"varint,6,opt,name=expired,proto3" json:"expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LiquidityLock) Reset() {
+	*x = LiquidityLock{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LiquidityLock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LiquidityLock) ProtoMessage() {}
+
+func (x *LiquidityLock) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LiquidityLock.ProtoReflect.Descriptor instead.
+func (*LiquidityLock) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LiquidityLock) GetLocker() string {
+	if x != nil {
+		return x.Locker
+	}
+	return ""
+}
+
+func (x *LiquidityLock) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *LiquidityLock) GetRecognised() bool {
+	if x != nil {
+		return x.Recognised
+	}
+	return false
+}
+
+func (x *LiquidityLock) GetPct() float64 {
+	if x != nil {
+		return x.Pct
+	}
+	return 0
+}
+
+func (x *LiquidityLock) GetUntil() uint32 {
+	if x != nil {
+		return x.Until
+	}
+	return 0
+}
+
+func (x *LiquidityLock) GetExpired() bool {
+	if x != nil {
+		return x.Expired
+	}
+	return false
+}
+
+// Who holds a token's supply at block, from its Transfer logs since its
+// creation (within bounds: estimated says when they cut it), confirmed
+// with balanceOf at block.
+type HolderShares struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ten largest holders, the token's pools, known lockers and the
+	// burn addresses left out, largest first.
+	Top []*HolderShare `protobuf:"bytes,1,rep,name=top,proto3" json:"top,omitempty"`
+	// Their share of the circulating supply (the supply less what the burn
+	// addresses hold), in percent.
+	Top10Pct float64 `protobuf:"fixed64,2,opt,name=top10_pct,json=top10Pct,proto3" json:"top10_pct,omitempty"`
+	// The owner's and the deployer's holdings, null when there is none
+	// (renounced, not known).
+	Owner    *HolderShare `protobuf:"bytes,3,opt,name=owner,proto3" json:"owner,omitempty"`
+	Deployer *HolderShare `protobuf:"bytes,4,opt,name=deployer,proto3" json:"deployer,omitempty"`
+	// Addresses holding a non-zero balance, burn addresses left out; a
+	// lower bound when count_exact is false.
+	Count      uint32 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	CountExact bool   `protobuf:"varint,6,opt,name=count_exact,json=countExact,proto3" json:"count_exact,omitempty"`
+	// Holders left out of the top: pools and lockers, with why.
+	Excluded []*HolderShare `protobuf:"bytes,7,rep,name=excluded,proto3" json:"excluded,omitempty"`
+	// What the burn addresses (0x0, 0x…dEaD) hold, in percent of the
+	// total supply.
+	Burned []*HolderShare `protobuf:"bytes,8,rep,name=burned,proto3" json:"burned,omitempty"`
+	// The history read was cut by a bound: note says what was read and
+	// what is estimated.
+	Estimated bool   `protobuf:"varint,9,opt,name=estimated,proto3" json:"estimated,omitempty"`
+	Note      string `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	// Transfer logs read.
+	Logs          uint32 `protobuf:"varint,11,opt,name=logs,proto3" json:"logs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HolderShares) Reset() {
+	*x = HolderShares{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HolderShares) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HolderShares) ProtoMessage() {}
+
+func (x *HolderShares) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HolderShares.ProtoReflect.Descriptor instead.
+func (*HolderShares) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *HolderShares) GetTop() []*HolderShare {
+	if x != nil {
+		return x.Top
+	}
+	return nil
+}
+
+func (x *HolderShares) GetTop10Pct() float64 {
+	if x != nil {
+		return x.Top10Pct
+	}
+	return 0
+}
+
+func (x *HolderShares) GetOwner() *HolderShare {
+	if x != nil {
+		return x.Owner
+	}
+	return nil
+}
+
+func (x *HolderShares) GetDeployer() *HolderShare {
+	if x != nil {
+		return x.Deployer
+	}
+	return nil
+}
+
+func (x *HolderShares) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *HolderShares) GetCountExact() bool {
+	if x != nil {
+		return x.CountExact
+	}
+	return false
+}
+
+func (x *HolderShares) GetExcluded() []*HolderShare {
+	if x != nil {
+		return x.Excluded
+	}
+	return nil
+}
+
+func (x *HolderShares) GetBurned() []*HolderShare {
+	if x != nil {
+		return x.Burned
+	}
+	return nil
+}
+
+func (x *HolderShares) GetEstimated() bool {
+	if x != nil {
+		return x.Estimated
+	}
+	return false
+}
+
+func (x *HolderShares) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *HolderShares) GetLogs() uint32 {
+	if x != nil {
+		return x.Logs
+	}
+	return 0
+}
+
+// One holder of a token.
+type HolderShare struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Address string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// Balance in the token's smallest unit, as a decimal string.
+	Balance string `protobuf:"bytes,2,opt,name=balance,proto3" json:"balance,omitempty"`
+	// Share of the circulating supply in percent (of the total supply for a
+	// burn address).
+	Pct float64 `protobuf:"fixed64,3,opt,name=pct,proto3" json:"pct,omitempty"`
+	// Why it is set apart, or what it is ("the token contract itself");
+	// empty otherwise.
+	Why           string `protobuf:"bytes,4,opt,name=why,proto3" json:"why,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HolderShare) Reset() {
+	*x = HolderShare{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HolderShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HolderShare) ProtoMessage() {}
+
+func (x *HolderShare) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HolderShare.ProtoReflect.Descriptor instead.
+func (*HolderShare) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HolderShare) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *HolderShare) GetBalance() string {
+	if x != nil {
+		return x.Balance
+	}
+	return ""
+}
+
+func (x *HolderShare) GetPct() float64 {
+	if x != nil {
+		return x.Pct
+	}
+	return 0
+}
+
+func (x *HolderShare) GetWhy() string {
+	if x != nil {
+		return x.Why
+	}
+	return ""
+}
+
+// A token's deployer and the deployer's record.
+type DeployerRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account that sent the token's creation transaction (for a
+	// launchpad token, the launchpad's caller); null when none was found.
+	Address *wrapperspb.StringValue `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// Where it was read: "creation" (the transaction that created the
+	// token), "mint" (the token's first mint found, a call of the token),
+	// "pool-creator" (its first pool's creation); empty with no deployer.
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// The transaction read, and its block.
+	Transaction *wrapperspb.StringValue `protobuf:"bytes,3,opt,name=transaction,proto3" json:"transaction,omitempty"`
+	Block       uint32                  `protobuf:"varint,4,opt,name=block,proto3" json:"block,omitempty"`
+	// The contract the creating transaction called (a factory), null for a
+	// direct deployment; launchpad names it when it is a known launchpad on
+	// Base (Clanker, Zora, Flaunch, Virtuals).
+	Factory   *wrapperspb.StringValue `protobuf:"bytes,5,opt,name=factory,proto3" json:"factory,omitempty"`
+	Launchpad string                  `protobuf:"bytes,6,opt,name=launchpad,proto3" json:"launchpad,omitempty"`
+	// The deployer's other tokens the whale scan follows, newest first;
+	// more counts those left out.
+	Tokens []*DeployedToken `protobuf:"bytes,7,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	More   uint32           `protobuf:"varint,8,opt,name=more,proto3" json:"more,omitempty"`
+	// A pool of another of its tokens collapsed (liquidity pulled, or a
+	// dump) in the last 7 days of blocks.
+	PulledRecently bool `protobuf:"varint,9,opt,name=pulled_recently,json=pulledRecently,proto3" json:"pulled_recently,omitempty"`
+	// What could not be read, and what stands in.
+	Note          string `protobuf:"bytes,10,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeployerRecord) Reset() {
+	*x = DeployerRecord{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeployerRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeployerRecord) ProtoMessage() {}
+
+func (x *DeployerRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeployerRecord.ProtoReflect.Descriptor instead.
+func (*DeployerRecord) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeployerRecord) GetAddress() *wrapperspb.StringValue {
+	if x != nil {
+		return x.Address
+	}
+	return nil
+}
+
+func (x *DeployerRecord) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *DeployerRecord) GetTransaction() *wrapperspb.StringValue {
+	if x != nil {
+		return x.Transaction
+	}
+	return nil
+}
+
+func (x *DeployerRecord) GetBlock() uint32 {
+	if x != nil {
+		return x.Block
+	}
+	return 0
+}
+
+func (x *DeployerRecord) GetFactory() *wrapperspb.StringValue {
+	if x != nil {
+		return x.Factory
+	}
+	return nil
+}
+
+func (x *DeployerRecord) GetLaunchpad() string {
+	if x != nil {
+		return x.Launchpad
+	}
+	return ""
+}
+
+func (x *DeployerRecord) GetTokens() []*DeployedToken {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *DeployerRecord) GetMore() uint32 {
+	if x != nil {
+		return x.More
+	}
+	return 0
+}
+
+func (x *DeployerRecord) GetPulledRecently() bool {
+	if x != nil {
+		return x.PulledRecently
+	}
+	return false
+}
+
+func (x *DeployerRecord) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+// Another token of a deployer.
+type DeployedToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Its first followed pool (an address, or a V4 pool id) and that pool's
+	// creation block.
+	Pool    string `protobuf:"bytes,2,opt,name=pool,proto3" json:"pool,omitempty"`
+	Created uint32 `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	// Its pool's collapse, or null.
+	Collapse *PoolCollapse `protobuf:"bytes,4,opt,name=collapse,proto3" json:"collapse,omitempty"`
+	// The collapse lies in the last 7 days of blocks.
+	Recent        bool `protobuf:"varint,5,opt,name=recent,proto3" json:"recent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeployedToken) Reset() {
+	*x = DeployedToken{}
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeployedToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeployedToken) ProtoMessage() {}
+
+func (x *DeployedToken) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeployedToken.ProtoReflect.Descriptor instead.
+func (*DeployedToken) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DeployedToken) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *DeployedToken) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *DeployedToken) GetCreated() uint32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *DeployedToken) GetCollapse() *PoolCollapse {
+	if x != nil {
+		return x.Collapse
+	}
+	return nil
+}
+
+func (x *DeployedToken) GetRecent() bool {
+	if x != nil {
+		return x.Recent
+	}
+	return false
+}
+
 // What a buyer faces now (docs/rules.md, "Trading now"): a buyer's position
 // bought from the token's pool, sold back to it through a router and moved
 // to a fresh account, each read as a concrete call of transfer or
@@ -865,7 +1555,7 @@ type TradingState struct {
 
 func (x *TradingState) Reset() {
 	*x = TradingState{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +1567,7 @@ func (x *TradingState) String() string {
 func (*TradingState) ProtoMessage() {}
 
 func (x *TradingState) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[3]
+	mi := &file_tollgate_v1_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +1580,7 @@ func (x *TradingState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TradingState.ProtoReflect.Descriptor instead.
 func (*TradingState) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{3}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TradingState) GetPool() *wrapperspb.StringValue {
@@ -1015,7 +1705,7 @@ type TradeLimit struct {
 
 func (x *TradeLimit) Reset() {
 	*x = TradeLimit{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1717,7 @@ func (x *TradeLimit) String() string {
 func (*TradeLimit) ProtoMessage() {}
 
 func (x *TradeLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[4]
+	mi := &file_tollgate_v1_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1730,7 @@ func (x *TradeLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TradeLimit.ProtoReflect.Descriptor instead.
 func (*TradeLimit) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{4}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TradeLimit) GetPct() *wrapperspb.DoubleValue {
@@ -1082,7 +1772,7 @@ type TradeProbe struct {
 
 func (x *TradeProbe) Reset() {
 	*x = TradeProbe{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1784,7 @@ func (x *TradeProbe) String() string {
 func (*TradeProbe) ProtoMessage() {}
 
 func (x *TradeProbe) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[5]
+	mi := &file_tollgate_v1_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1797,7 @@ func (x *TradeProbe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TradeProbe.ProtoReflect.Descriptor instead.
 func (*TradeProbe) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{5}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TradeProbe) GetCall() string {
@@ -1154,7 +1844,7 @@ type FlagRule struct {
 
 func (x *FlagRule) Reset() {
 	*x = FlagRule{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1856,7 @@ func (x *FlagRule) String() string {
 func (*FlagRule) ProtoMessage() {}
 
 func (x *FlagRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[6]
+	mi := &file_tollgate_v1_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1869,7 @@ func (x *FlagRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlagRule.ProtoReflect.Descriptor instead.
 func (*FlagRule) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{6}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FlagRule) GetFlag() string {
@@ -1225,7 +1915,7 @@ type RoleHolding struct {
 
 func (x *RoleHolding) Reset() {
 	*x = RoleHolding{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1927,7 @@ func (x *RoleHolding) String() string {
 func (*RoleHolding) ProtoMessage() {}
 
 func (x *RoleHolding) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[7]
+	mi := &file_tollgate_v1_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1940,7 @@ func (x *RoleHolding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RoleHolding.ProtoReflect.Descriptor instead.
 func (*RoleHolding) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{7}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RoleHolding) GetName() string {
@@ -1306,7 +1996,7 @@ type PoolCollapse struct {
 
 func (x *PoolCollapse) Reset() {
 	*x = PoolCollapse{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +2008,7 @@ func (x *PoolCollapse) String() string {
 func (*PoolCollapse) ProtoMessage() {}
 
 func (x *PoolCollapse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[8]
+	mi := &file_tollgate_v1_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +2021,7 @@ func (x *PoolCollapse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolCollapse.ProtoReflect.Descriptor instead.
 func (*PoolCollapse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{8}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PoolCollapse) GetPool() string {
@@ -1381,7 +2071,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +2083,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[9]
+	mi := &file_tollgate_v1_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +2096,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Capability) GetClass() CapabilityClass {
@@ -1473,7 +2163,7 @@ type ProxyInfo struct {
 
 func (x *ProxyInfo) Reset() {
 	*x = ProxyInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +2175,7 @@ func (x *ProxyInfo) String() string {
 func (*ProxyInfo) ProtoMessage() {}
 
 func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[10]
+	mi := &file_tollgate_v1_records_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +2188,7 @@ func (x *ProxyInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProxyInfo.ProtoReflect.Descriptor instead.
 func (*ProxyInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProxyInfo) GetKind() ProxyKind {
@@ -1565,7 +2255,7 @@ type OwnerInfo struct {
 
 func (x *OwnerInfo) Reset() {
 	*x = OwnerInfo{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1577,7 +2267,7 @@ func (x *OwnerInfo) String() string {
 func (*OwnerInfo) ProtoMessage() {}
 
 func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[11]
+	mi := &file_tollgate_v1_records_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1590,7 +2280,7 @@ func (x *OwnerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerInfo.ProtoReflect.Descriptor instead.
 func (*OwnerInfo) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OwnerInfo) GetAddress() *wrapperspb.StringValue {
@@ -1631,7 +2321,7 @@ type TransferActivity struct {
 
 func (x *TransferActivity) Reset() {
 	*x = TransferActivity{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +2333,7 @@ func (x *TransferActivity) String() string {
 func (*TransferActivity) ProtoMessage() {}
 
 func (x *TransferActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[12]
+	mi := &file_tollgate_v1_records_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +2346,7 @@ func (x *TransferActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransferActivity.ProtoReflect.Descriptor instead.
 func (*TransferActivity) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TransferActivity) GetWindowBlocks() uint32 {
@@ -1714,7 +2404,7 @@ type KnownToken struct {
 
 func (x *KnownToken) Reset() {
 	*x = KnownToken{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +2416,7 @@ func (x *KnownToken) String() string {
 func (*KnownToken) ProtoMessage() {}
 
 func (x *KnownToken) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[13]
+	mi := &file_tollgate_v1_records_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +2429,7 @@ func (x *KnownToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnownToken.ProtoReflect.Descriptor instead.
 func (*KnownToken) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KnownToken) GetName() string {
@@ -1777,7 +2467,7 @@ type WhaleWallet struct {
 
 func (x *WhaleWallet) Reset() {
 	*x = WhaleWallet{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +2479,7 @@ func (x *WhaleWallet) String() string {
 func (*WhaleWallet) ProtoMessage() {}
 
 func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[14]
+	mi := &file_tollgate_v1_records_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +2492,7 @@ func (x *WhaleWallet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhaleWallet.ProtoReflect.Descriptor instead.
 func (*WhaleWallet) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WhaleWallet) GetAddress() string {
@@ -1867,7 +2557,7 @@ type SignalProvenance struct {
 
 func (x *SignalProvenance) Reset() {
 	*x = SignalProvenance{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2569,7 @@ func (x *SignalProvenance) String() string {
 func (*SignalProvenance) ProtoMessage() {}
 
 func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[15]
+	mi := &file_tollgate_v1_records_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2582,7 @@ func (x *SignalProvenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalProvenance.ProtoReflect.Descriptor instead.
 func (*SignalProvenance) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SignalProvenance) GetTotalCloses() uint32 {
@@ -1922,7 +2612,7 @@ type RsiBlock struct {
 
 func (x *RsiBlock) Reset() {
 	*x = RsiBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[16]
+	mi := &file_tollgate_v1_records_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2624,7 @@ func (x *RsiBlock) String() string {
 func (*RsiBlock) ProtoMessage() {}
 
 func (x *RsiBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[16]
+	mi := &file_tollgate_v1_records_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2637,7 @@ func (x *RsiBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RsiBlock.ProtoReflect.Descriptor instead.
 func (*RsiBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RsiBlock) GetValue() float64 {
@@ -1986,7 +2676,7 @@ type EmaGapBlock struct {
 
 func (x *EmaGapBlock) Reset() {
 	*x = EmaGapBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[17]
+	mi := &file_tollgate_v1_records_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2688,7 @@ func (x *EmaGapBlock) String() string {
 func (*EmaGapBlock) ProtoMessage() {}
 
 func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[17]
+	mi := &file_tollgate_v1_records_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2701,7 @@ func (x *EmaGapBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmaGapBlock.ProtoReflect.Descriptor instead.
 func (*EmaGapBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EmaGapBlock) GetPct() float64 {
@@ -2059,7 +2749,7 @@ type VolatilityBlock struct {
 
 func (x *VolatilityBlock) Reset() {
 	*x = VolatilityBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[18]
+	mi := &file_tollgate_v1_records_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2071,7 +2761,7 @@ func (x *VolatilityBlock) String() string {
 func (*VolatilityBlock) ProtoMessage() {}
 
 func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[18]
+	mi := &file_tollgate_v1_records_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2084,7 +2774,7 @@ func (x *VolatilityBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolatilityBlock.ProtoReflect.Descriptor instead.
 func (*VolatilityBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *VolatilityBlock) GetFlag() VolatilityFlag {
@@ -2138,7 +2828,7 @@ type ConfidenceBlock struct {
 
 func (x *ConfidenceBlock) Reset() {
 	*x = ConfidenceBlock{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[19]
+	mi := &file_tollgate_v1_records_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2840,7 @@ func (x *ConfidenceBlock) String() string {
 func (*ConfidenceBlock) ProtoMessage() {}
 
 func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[19]
+	mi := &file_tollgate_v1_records_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2853,7 @@ func (x *ConfidenceBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfidenceBlock.ProtoReflect.Descriptor instead.
 func (*ConfidenceBlock) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConfidenceBlock) GetScore() int32 {
@@ -2219,7 +2909,7 @@ type SignalPackInputs struct {
 
 func (x *SignalPackInputs) Reset() {
 	*x = SignalPackInputs{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[20]
+	mi := &file_tollgate_v1_records_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2921,7 @@ func (x *SignalPackInputs) String() string {
 func (*SignalPackInputs) ProtoMessage() {}
 
 func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[20]
+	mi := &file_tollgate_v1_records_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2934,7 @@ func (x *SignalPackInputs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalPackInputs.ProtoReflect.Descriptor instead.
 func (*SignalPackInputs) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SignalPackInputs) GetSource() string {
@@ -2322,7 +3012,7 @@ type LaneRecord struct {
 
 func (x *LaneRecord) Reset() {
 	*x = LaneRecord{}
-	mi := &file_tollgate_v1_records_proto_msgTypes[21]
+	mi := &file_tollgate_v1_records_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +3024,7 @@ func (x *LaneRecord) String() string {
 func (*LaneRecord) ProtoMessage() {}
 
 func (x *LaneRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_records_proto_msgTypes[21]
+	mi := &file_tollgate_v1_records_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +3037,7 @@ func (x *LaneRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneRecord.ProtoReflect.Descriptor instead.
 func (*LaneRecord) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_v1_records_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LaneRecord) GetCloses() uint32 {
@@ -2380,7 +3070,7 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x06regime\x18\x01 \x01(\x0e2\x19.tollgate.v1.CandleRegimeR\x06regime\x12\x10\n" +
 	"\x03rsi\x18\x02 \x01(\x01R\x03rsi\x12\x14\n" +
 	"\x05ema10\x18\x03 \x01(\x01R\x05ema10\x12\x14\n" +
-	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\xdb\x04\n" +
+	"\x05ema30\x18\x04 \x01(\x01R\x05ema30\"\x93\x06\n" +
 	"\tRugChecks\x12\x1b\n" +
 	"\tcode_hash\x18\x01 \x01(\tR\bcodeHash\x12\x1b\n" +
 	"\tcode_size\x18\x02 \x01(\rR\bcodeSize\x12;\n" +
@@ -2395,7 +3085,72 @@ const file_tollgate_v1_records_proto_rawDesc = "" +
 	"\x05roles\x18\n" +
 	" \x03(\v2\x18.tollgate.v1.RoleHoldingR\x05roles\x12F\n" +
 	"\rpool_collapse\x18\v \x01(\v2\x19.tollgate.v1.PoolCollapseB\x06\x9a\xb5\x18\x02H\x01R\fpoolCollapse\x12;\n" +
-	"\atrading\x18\f \x01(\v2\x19.tollgate.v1.TradingStateB\x06\x9a\xb5\x18\x02H\x01R\atrading\"\x8d\x06\n" +
+	"\atrading\x18\f \x01(\v2\x19.tollgate.v1.TradingStateB\x06\x9a\xb5\x18\x02H\x01R\atrading\x12;\n" +
+	"\aholders\x18\r \x01(\v2\x19.tollgate.v1.HolderSharesB\x06\x9a\xb5\x18\x02H\x01R\aholders\x12?\n" +
+	"\bdeployer\x18\x0e \x01(\v2\x1b.tollgate.v1.DeployerRecordB\x06\x9a\xb5\x18\x02H\x01R\bdeployer\x128\n" +
+	"\tliquidity\x18\x0f \x03(\v2\x1a.tollgate.v1.PoolLiquidityR\tliquidity\"\xee\x03\n" +
+	"\rPoolLiquidity\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x14\n" +
+	"\x05venue\x18\x02 \x01(\tR\x05venue\x12A\n" +
+	"\rquote_reserve\x18\x03 \x01(\v2\x1c.google.protobuf.StringValueR\fquoteReserve\x12H\n" +
+	"\x11quote_at_creation\x18\x04 \x01(\v2\x1c.google.protobuf.StringValueR\x0fquoteAtCreation\x12A\n" +
+	"\rquote_removed\x18\x05 \x01(\v2\x1c.google.protobuf.StringValueR\fquoteRemoved\x12\x1d\n" +
+	"\n" +
+	"burned_pct\x18\x06 \x01(\x01R\tburnedPct\x12\x1d\n" +
+	"\n" +
+	"locked_pct\x18\a \x01(\x01R\tlockedPct\x12!\n" +
+	"\fdeployer_pct\x18\b \x01(\x01R\vdeployerPct\x12\x1b\n" +
+	"\towner_pct\x18\t \x01(\x01R\bownerPct\x12\x1b\n" +
+	"\tother_pct\x18\n" +
+	" \x01(\x01R\botherPct\x120\n" +
+	"\x05locks\x18\v \x03(\v2\x1a.tollgate.v1.LiquidityLockR\x05locks\x12\x16\n" +
+	"\x06unread\x18\f \x03(\tR\x06unread\"\x9d\x01\n" +
+	"\rLiquidityLock\x12\x16\n" +
+	"\x06locker\x18\x01 \x01(\tR\x06locker\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"recognised\x18\x03 \x01(\bR\n" +
+	"recognised\x12\x10\n" +
+	"\x03pct\x18\x04 \x01(\x01R\x03pct\x12\x14\n" +
+	"\x05until\x18\x05 \x01(\rR\x05until\x12\x18\n" +
+	"\aexpired\x18\x06 \x01(\bR\aexpired\"\xb2\x03\n" +
+	"\fHolderShares\x12*\n" +
+	"\x03top\x18\x01 \x03(\v2\x18.tollgate.v1.HolderShareR\x03top\x12\x1b\n" +
+	"\ttop10_pct\x18\x02 \x01(\x01R\btop10Pct\x126\n" +
+	"\x05owner\x18\x03 \x01(\v2\x18.tollgate.v1.HolderShareB\x06\x9a\xb5\x18\x02H\x01R\x05owner\x12<\n" +
+	"\bdeployer\x18\x04 \x01(\v2\x18.tollgate.v1.HolderShareB\x06\x9a\xb5\x18\x02H\x01R\bdeployer\x12\x14\n" +
+	"\x05count\x18\x05 \x01(\rR\x05count\x12\x1f\n" +
+	"\vcount_exact\x18\x06 \x01(\bR\n" +
+	"countExact\x124\n" +
+	"\bexcluded\x18\a \x03(\v2\x18.tollgate.v1.HolderShareR\bexcluded\x120\n" +
+	"\x06burned\x18\b \x03(\v2\x18.tollgate.v1.HolderShareR\x06burned\x12\x1c\n" +
+	"\testimated\x18\t \x01(\bR\testimated\x12\x12\n" +
+	"\x04note\x18\n" +
+	" \x01(\tR\x04note\x12\x12\n" +
+	"\x04logs\x18\v \x01(\rR\x04logs\"e\n" +
+	"\vHolderShare\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x18\n" +
+	"\abalance\x18\x02 \x01(\tR\abalance\x12\x10\n" +
+	"\x03pct\x18\x03 \x01(\x01R\x03pct\x12\x10\n" +
+	"\x03why\x18\x04 \x01(\tR\x03why\"\x91\x03\n" +
+	"\x0eDeployerRecord\x126\n" +
+	"\aaddress\x18\x01 \x01(\v2\x1c.google.protobuf.StringValueR\aaddress\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12>\n" +
+	"\vtransaction\x18\x03 \x01(\v2\x1c.google.protobuf.StringValueR\vtransaction\x12\x14\n" +
+	"\x05block\x18\x04 \x01(\rR\x05block\x126\n" +
+	"\afactory\x18\x05 \x01(\v2\x1c.google.protobuf.StringValueR\afactory\x12\x1c\n" +
+	"\tlaunchpad\x18\x06 \x01(\tR\tlaunchpad\x122\n" +
+	"\x06tokens\x18\a \x03(\v2\x1a.tollgate.v1.DeployedTokenR\x06tokens\x12\x12\n" +
+	"\x04more\x18\b \x01(\rR\x04more\x12'\n" +
+	"\x0fpulled_recently\x18\t \x01(\bR\x0epulledRecently\x12\x12\n" +
+	"\x04note\x18\n" +
+	" \x01(\tR\x04note\"\xaa\x01\n" +
+	"\rDeployedToken\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x12\n" +
+	"\x04pool\x18\x02 \x01(\tR\x04pool\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\rR\acreated\x12=\n" +
+	"\bcollapse\x18\x04 \x01(\v2\x19.tollgate.v1.PoolCollapseB\x06\x9a\xb5\x18\x02H\x01R\bcollapse\x12\x16\n" +
+	"\x06recent\x18\x05 \x01(\bR\x06recent\"\x8d\x06\n" +
 	"\fTradingState\x120\n" +
 	"\x04pool\x18\x01 \x01(\v2\x1c.google.protobuf.StringValueR\x04pool\x12\x14\n" +
 	"\x05venue\x18\x02 \x01(\tR\x05venue\x12<\n" +
@@ -2606,7 +3361,7 @@ func file_tollgate_v1_records_proto_rawDescGZIP() []byte {
 }
 
 var file_tollgate_v1_records_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_tollgate_v1_records_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_tollgate_v1_records_proto_goTypes = []any{
 	(Verdict)(0),                   // 0: tollgate.v1.Verdict
 	(Gate)(0),                      // 1: tollgate.v1.Gate
@@ -2619,75 +3374,98 @@ var file_tollgate_v1_records_proto_goTypes = []any{
 	(*Candle)(nil),                 // 8: tollgate.v1.Candle
 	(*CandleIndicators)(nil),       // 9: tollgate.v1.CandleIndicators
 	(*RugChecks)(nil),              // 10: tollgate.v1.RugChecks
-	(*TradingState)(nil),           // 11: tollgate.v1.TradingState
-	(*TradeLimit)(nil),             // 12: tollgate.v1.TradeLimit
-	(*TradeProbe)(nil),             // 13: tollgate.v1.TradeProbe
-	(*FlagRule)(nil),               // 14: tollgate.v1.FlagRule
-	(*RoleHolding)(nil),            // 15: tollgate.v1.RoleHolding
-	(*PoolCollapse)(nil),           // 16: tollgate.v1.PoolCollapse
-	(*Capability)(nil),             // 17: tollgate.v1.Capability
-	(*ProxyInfo)(nil),              // 18: tollgate.v1.ProxyInfo
-	(*OwnerInfo)(nil),              // 19: tollgate.v1.OwnerInfo
-	(*TransferActivity)(nil),       // 20: tollgate.v1.TransferActivity
-	(*KnownToken)(nil),             // 21: tollgate.v1.KnownToken
-	(*WhaleWallet)(nil),            // 22: tollgate.v1.WhaleWallet
-	(*SignalProvenance)(nil),       // 23: tollgate.v1.SignalProvenance
-	(*RsiBlock)(nil),               // 24: tollgate.v1.RsiBlock
-	(*EmaGapBlock)(nil),            // 25: tollgate.v1.EmaGapBlock
-	(*VolatilityBlock)(nil),        // 26: tollgate.v1.VolatilityBlock
-	(*ConfidenceBlock)(nil),        // 27: tollgate.v1.ConfidenceBlock
-	(*SignalPackInputs)(nil),       // 28: tollgate.v1.SignalPackInputs
-	(*LaneRecord)(nil),             // 29: tollgate.v1.LaneRecord
-	nil,                            // 30: tollgate.v1.SignalProvenance.LanesEntry
-	nil,                            // 31: tollgate.v1.SignalPackInputs.ThresholdsEntry
-	(*wrapperspb.StringValue)(nil), // 32: google.protobuf.StringValue
-	(*wrapperspb.DoubleValue)(nil), // 33: google.protobuf.DoubleValue
-	(*wrapperspb.BoolValue)(nil),   // 34: google.protobuf.BoolValue
-	(*wrapperspb.UInt32Value)(nil), // 35: google.protobuf.UInt32Value
+	(*PoolLiquidity)(nil),          // 11: tollgate.v1.PoolLiquidity
+	(*LiquidityLock)(nil),          // 12: tollgate.v1.LiquidityLock
+	(*HolderShares)(nil),           // 13: tollgate.v1.HolderShares
+	(*HolderShare)(nil),            // 14: tollgate.v1.HolderShare
+	(*DeployerRecord)(nil),         // 15: tollgate.v1.DeployerRecord
+	(*DeployedToken)(nil),          // 16: tollgate.v1.DeployedToken
+	(*TradingState)(nil),           // 17: tollgate.v1.TradingState
+	(*TradeLimit)(nil),             // 18: tollgate.v1.TradeLimit
+	(*TradeProbe)(nil),             // 19: tollgate.v1.TradeProbe
+	(*FlagRule)(nil),               // 20: tollgate.v1.FlagRule
+	(*RoleHolding)(nil),            // 21: tollgate.v1.RoleHolding
+	(*PoolCollapse)(nil),           // 22: tollgate.v1.PoolCollapse
+	(*Capability)(nil),             // 23: tollgate.v1.Capability
+	(*ProxyInfo)(nil),              // 24: tollgate.v1.ProxyInfo
+	(*OwnerInfo)(nil),              // 25: tollgate.v1.OwnerInfo
+	(*TransferActivity)(nil),       // 26: tollgate.v1.TransferActivity
+	(*KnownToken)(nil),             // 27: tollgate.v1.KnownToken
+	(*WhaleWallet)(nil),            // 28: tollgate.v1.WhaleWallet
+	(*SignalProvenance)(nil),       // 29: tollgate.v1.SignalProvenance
+	(*RsiBlock)(nil),               // 30: tollgate.v1.RsiBlock
+	(*EmaGapBlock)(nil),            // 31: tollgate.v1.EmaGapBlock
+	(*VolatilityBlock)(nil),        // 32: tollgate.v1.VolatilityBlock
+	(*ConfidenceBlock)(nil),        // 33: tollgate.v1.ConfidenceBlock
+	(*SignalPackInputs)(nil),       // 34: tollgate.v1.SignalPackInputs
+	(*LaneRecord)(nil),             // 35: tollgate.v1.LaneRecord
+	nil,                            // 36: tollgate.v1.SignalProvenance.LanesEntry
+	nil,                            // 37: tollgate.v1.SignalPackInputs.ThresholdsEntry
+	(*wrapperspb.StringValue)(nil), // 38: google.protobuf.StringValue
+	(*wrapperspb.DoubleValue)(nil), // 39: google.protobuf.DoubleValue
+	(*wrapperspb.BoolValue)(nil),   // 40: google.protobuf.BoolValue
+	(*wrapperspb.UInt32Value)(nil), // 41: google.protobuf.UInt32Value
 }
 var file_tollgate_v1_records_proto_depIdxs = []int32{
 	3,  // 0: tollgate.v1.CandleIndicators.regime:type_name -> tollgate.v1.CandleRegime
-	17, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
-	18, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
-	19, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
-	20, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
-	21, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
-	14, // 6: tollgate.v1.RugChecks.rules:type_name -> tollgate.v1.FlagRule
-	15, // 7: tollgate.v1.RugChecks.roles:type_name -> tollgate.v1.RoleHolding
-	16, // 8: tollgate.v1.RugChecks.pool_collapse:type_name -> tollgate.v1.PoolCollapse
-	11, // 9: tollgate.v1.RugChecks.trading:type_name -> tollgate.v1.TradingState
-	32, // 10: tollgate.v1.TradingState.pool:type_name -> google.protobuf.StringValue
-	33, // 11: tollgate.v1.TradingState.buy_tax_pct:type_name -> google.protobuf.DoubleValue
-	33, // 12: tollgate.v1.TradingState.sell_tax_pct:type_name -> google.protobuf.DoubleValue
-	33, // 13: tollgate.v1.TradingState.transfer_tax_pct:type_name -> google.protobuf.DoubleValue
-	34, // 14: tollgate.v1.TradingState.trading_open:type_name -> google.protobuf.BoolValue
-	34, // 15: tollgate.v1.TradingState.transfers_paused:type_name -> google.protobuf.BoolValue
-	12, // 16: tollgate.v1.TradingState.max_buy:type_name -> tollgate.v1.TradeLimit
-	12, // 17: tollgate.v1.TradingState.max_sale:type_name -> tollgate.v1.TradeLimit
-	12, // 18: tollgate.v1.TradingState.max_wallet:type_name -> tollgate.v1.TradeLimit
-	35, // 19: tollgate.v1.TradingState.cooldown_seconds:type_name -> google.protobuf.UInt32Value
-	13, // 20: tollgate.v1.TradingState.probes:type_name -> tollgate.v1.TradeProbe
-	33, // 21: tollgate.v1.TradeLimit.pct:type_name -> google.protobuf.DoubleValue
-	7,  // 22: tollgate.v1.TradeProbe.status:type_name -> tollgate.v1.ProbeStatus
-	35, // 23: tollgate.v1.RoleHolding.members:type_name -> google.protobuf.UInt32Value
-	5,  // 24: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
-	6,  // 25: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
-	32, // 26: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
-	32, // 27: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
-	32, // 28: tollgate.v1.ProxyInfo.upgrader:type_name -> google.protobuf.StringValue
-	32, // 29: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
-	30, // 30: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
-	4,  // 31: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
-	33, // 32: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
-	33, // 33: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
-	33, // 34: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
-	31, // 35: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
-	32, // 36: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	23, // 1: tollgate.v1.RugChecks.capabilities:type_name -> tollgate.v1.Capability
+	24, // 2: tollgate.v1.RugChecks.proxy:type_name -> tollgate.v1.ProxyInfo
+	25, // 3: tollgate.v1.RugChecks.owner:type_name -> tollgate.v1.OwnerInfo
+	26, // 4: tollgate.v1.RugChecks.activity:type_name -> tollgate.v1.TransferActivity
+	27, // 5: tollgate.v1.RugChecks.known_token:type_name -> tollgate.v1.KnownToken
+	20, // 6: tollgate.v1.RugChecks.rules:type_name -> tollgate.v1.FlagRule
+	21, // 7: tollgate.v1.RugChecks.roles:type_name -> tollgate.v1.RoleHolding
+	22, // 8: tollgate.v1.RugChecks.pool_collapse:type_name -> tollgate.v1.PoolCollapse
+	17, // 9: tollgate.v1.RugChecks.trading:type_name -> tollgate.v1.TradingState
+	13, // 10: tollgate.v1.RugChecks.holders:type_name -> tollgate.v1.HolderShares
+	15, // 11: tollgate.v1.RugChecks.deployer:type_name -> tollgate.v1.DeployerRecord
+	11, // 12: tollgate.v1.RugChecks.liquidity:type_name -> tollgate.v1.PoolLiquidity
+	38, // 13: tollgate.v1.PoolLiquidity.quote_reserve:type_name -> google.protobuf.StringValue
+	38, // 14: tollgate.v1.PoolLiquidity.quote_at_creation:type_name -> google.protobuf.StringValue
+	38, // 15: tollgate.v1.PoolLiquidity.quote_removed:type_name -> google.protobuf.StringValue
+	12, // 16: tollgate.v1.PoolLiquidity.locks:type_name -> tollgate.v1.LiquidityLock
+	14, // 17: tollgate.v1.HolderShares.top:type_name -> tollgate.v1.HolderShare
+	14, // 18: tollgate.v1.HolderShares.owner:type_name -> tollgate.v1.HolderShare
+	14, // 19: tollgate.v1.HolderShares.deployer:type_name -> tollgate.v1.HolderShare
+	14, // 20: tollgate.v1.HolderShares.excluded:type_name -> tollgate.v1.HolderShare
+	14, // 21: tollgate.v1.HolderShares.burned:type_name -> tollgate.v1.HolderShare
+	38, // 22: tollgate.v1.DeployerRecord.address:type_name -> google.protobuf.StringValue
+	38, // 23: tollgate.v1.DeployerRecord.transaction:type_name -> google.protobuf.StringValue
+	38, // 24: tollgate.v1.DeployerRecord.factory:type_name -> google.protobuf.StringValue
+	16, // 25: tollgate.v1.DeployerRecord.tokens:type_name -> tollgate.v1.DeployedToken
+	22, // 26: tollgate.v1.DeployedToken.collapse:type_name -> tollgate.v1.PoolCollapse
+	38, // 27: tollgate.v1.TradingState.pool:type_name -> google.protobuf.StringValue
+	39, // 28: tollgate.v1.TradingState.buy_tax_pct:type_name -> google.protobuf.DoubleValue
+	39, // 29: tollgate.v1.TradingState.sell_tax_pct:type_name -> google.protobuf.DoubleValue
+	39, // 30: tollgate.v1.TradingState.transfer_tax_pct:type_name -> google.protobuf.DoubleValue
+	40, // 31: tollgate.v1.TradingState.trading_open:type_name -> google.protobuf.BoolValue
+	40, // 32: tollgate.v1.TradingState.transfers_paused:type_name -> google.protobuf.BoolValue
+	18, // 33: tollgate.v1.TradingState.max_buy:type_name -> tollgate.v1.TradeLimit
+	18, // 34: tollgate.v1.TradingState.max_sale:type_name -> tollgate.v1.TradeLimit
+	18, // 35: tollgate.v1.TradingState.max_wallet:type_name -> tollgate.v1.TradeLimit
+	41, // 36: tollgate.v1.TradingState.cooldown_seconds:type_name -> google.protobuf.UInt32Value
+	19, // 37: tollgate.v1.TradingState.probes:type_name -> tollgate.v1.TradeProbe
+	39, // 38: tollgate.v1.TradeLimit.pct:type_name -> google.protobuf.DoubleValue
+	7,  // 39: tollgate.v1.TradeProbe.status:type_name -> tollgate.v1.ProbeStatus
+	41, // 40: tollgate.v1.RoleHolding.members:type_name -> google.protobuf.UInt32Value
+	5,  // 41: tollgate.v1.Capability.class:type_name -> tollgate.v1.CapabilityClass
+	6,  // 42: tollgate.v1.ProxyInfo.kind:type_name -> tollgate.v1.ProxyKind
+	38, // 43: tollgate.v1.ProxyInfo.beacon:type_name -> google.protobuf.StringValue
+	38, // 44: tollgate.v1.ProxyInfo.admin:type_name -> google.protobuf.StringValue
+	38, // 45: tollgate.v1.ProxyInfo.upgrader:type_name -> google.protobuf.StringValue
+	38, // 46: tollgate.v1.OwnerInfo.address:type_name -> google.protobuf.StringValue
+	36, // 47: tollgate.v1.SignalProvenance.lanes:type_name -> tollgate.v1.SignalProvenance.LanesEntry
+	4,  // 48: tollgate.v1.VolatilityBlock.flag:type_name -> tollgate.v1.VolatilityFlag
+	39, // 49: tollgate.v1.VolatilityBlock.realized_24h_pct:type_name -> google.protobuf.DoubleValue
+	39, // 50: tollgate.v1.VolatilityBlock.baseline_median_pct:type_name -> google.protobuf.DoubleValue
+	39, // 51: tollgate.v1.VolatilityBlock.ratio:type_name -> google.protobuf.DoubleValue
+	37, // 52: tollgate.v1.SignalPackInputs.thresholds:type_name -> tollgate.v1.SignalPackInputs.ThresholdsEntry
+	38, // 53: tollgate.v1.LaneRecord.last_close:type_name -> google.protobuf.StringValue
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_records_proto_init() }
@@ -2702,7 +3480,7 @@ func file_tollgate_v1_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_records_proto_rawDesc), len(file_tollgate_v1_records_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   24,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
