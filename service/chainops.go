@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/rpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
@@ -50,8 +48,7 @@ var deadAddress = common.HexToAddress("0x000000000000000000000000000000000000dEa
 type Chain interface {
 	Inspect(ctx context.Context, addr common.Address, windowBlocks uint64, ownerProbes ...[]byte) (*chain.Contract, error)
 	Storage(ctx context.Context, addr common.Address, block uint64, slots []common.Hash) ([]common.Hash, error)
-	Batch(ctx context.Context, elems []rpc.BatchElem) error
-	Logs(ctx context.Context, q chain.LogQuery) ([]types.Log, error)
+	Together(n int) []*chain.Client
 }
 
 // errNotToken marks an address that holds no token contract.
@@ -217,8 +214,9 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	for i, f := range fields {
 		also[i] = f.Slot
 	}
-	// What a buyer faces, who holds the supply and who deployed it are
-	// read side by side: each is a few batches, none needs another's.
+	// What a buyer faces, who holds the supply, who deployed it and how
+	// its liquidity is held are read side by side: each is a few
+	// batches, none needs another's.
 	var pools []whales.Pool
 	if snap != nil {
 		pools = snap.Pools[k.Address]
@@ -231,23 +229,29 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		liq    []liquidity.PoolLiquidity
 		errs   [4]error
 	)
+	// Their requests travel together: one batch a turn for all four.
+	rs := a.chain.Together(4)
 	wg.Add(4)
 	go func() {
 		defer wg.Done()
-		state, errs[0] = trading.Read(ctx, a.chain, effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
+		defer rs[0].Done()
+		state, errs[0] = trading.Read(ctx, rs[0], effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
 			Supply: k.TotalSupply, Pool: pool, Also: also})
 	}()
 	go func() {
 		defer wg.Done()
-		held, errs[1] = holders.Read(ctx, a.chain, holderInput(k, pools))
+		defer rs[1].Done()
+		held, errs[1] = holders.Read(ctx, rs[1], holderInput(k, pools))
 	}()
 	go func() {
 		defer wg.Done()
-		record, errs[2] = deployer.Read(ctx, a.chain, deployer.Input{Token: k.Address, Block: k.Head, Pools: pools, Snapshot: snap}, deployer.DefaultConfig())
+		defer rs[2].Done()
+		record, errs[2] = deployer.Read(ctx, rs[2], deployer.Input{Token: k.Address, Block: k.Head, Pools: pools, Snapshot: snap}, deployer.DefaultConfig())
 	}()
 	go func() {
 		defer wg.Done()
-		liq, errs[3] = liquidity.Read(ctx, a.chain, liquidityInput(k, pools))
+		defer rs[3].Done()
+		liq, errs[3] = liquidity.Read(ctx, rs[3], liquidityInput(k, pools))
 	}()
 	wg.Wait()
 	for _, err := range errs {

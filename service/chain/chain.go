@@ -71,6 +71,8 @@ type Client struct {
 	// proxy (Inspect skips the role counts).
 	mu       sync.Mutex
 	roleless map[common.Address]bool
+	// merge gathers this client's requests with its siblings' (Together).
+	merge *merger
 }
 
 // New returns a client over r; it does no I/O.

@@ -94,14 +94,27 @@ func (h history) spans() []Span {
 	return out
 }
 
-// readHistory reads token's Transfer logs over whole within the bounds.
-// When the token's creation is known (whole.From > 0) the first half of
+// readHistory reads token's Transfer logs over whole within the bounds: a
+// history of at most maxChunk blocks in one query when it holds at most
+// MaxLogs logs; otherwise in chunks. When the token's creation is known (whole.From > 0) the first half of
 // the budget goes forward from it, which sees the mint and the first
 // distribution (team wallets, the pool, airdrops); the rest goes back
 // from the inspected block, which sees today's traders. When creation is
 // not known, all of it goes back from the inspected block.
 func readHistory(ctx context.Context, c Chain, token common.Address, whole Span) (history, error) {
 	h := history{whole: whole}
+	if whole.Blocks() <= maxChunk {
+		// A young token (or a short chain): its whole history in one
+		// eth_getLogs, kept when it stays within the logs' bound.
+		logs, err := c.Logs(ctx, chain.LogQuery{From: whole.From, To: whole.To, Addresses: []common.Address{token}, Topics: [][]common.Hash{{transferTopic}}})
+		if err != nil {
+			return history{}, fmt.Errorf("holders: Transfer logs of %s, blocks %d-%d: %w", token, whole.From, whole.To, err)
+		}
+		if len(logs) <= MaxLogs {
+			h.head, h.logs = &whole, logs
+			return h, nil
+		}
+	}
 	var headLogs, headQueries int
 	if whole.From > 0 {
 		n, q, logs, err := scan(ctx, c, token, whole, true, budget{MaxBlocks / 2, MaxLogs / 2, MaxQueries / 2})

@@ -52,8 +52,8 @@ const (
 // evaluateSupply adds the flags of the holders (RC-23), the deployer's
 // record (RC-24) and the pools' liquidity (RC-25) and says whether they warn the token; none
 // fails it: a concentrated supply or a deployer's past is a risk to
-// weigh, not a trap that bites now. The holder rules apply to a token
-// with a followed pool only.
+// weigh, not a trap that bites now. The holder rules and the deployer's
+// past apply to a launched token (one with a followed pool) only.
 func evaluateSupply(f Facts, add func(flag, rule, evidence string)) (warn bool) {
 	// Concentration is a buyer's risk once there is a market: a token
 	// with no followed pool has its shares reported, not flagged.
@@ -110,7 +110,7 @@ func evaluateSupply(f Facts, add func(flag, rule, evidence string)) (warn bool) 
 		}
 	}
 	if r := f.Deployer; r != nil && r.Deployer != nil {
-		if r.PulledRecently {
+		if r.PulledRecently && len(f.Pools) > 0 {
 			warn = true
 			var pulled []string
 			for _, t := range r.Tokens {
