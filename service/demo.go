@@ -66,7 +66,7 @@ func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 		Name:    &name,
 		Symbol:  &symbol,
 		Verdict: tollgatev1.Verdict_VERDICT_FAIL,
-		Flags:   []string{"blacklist", "fee-setter", "high-tax", "mintable", "owner-active"},
+		Flags:   []string{"blacklist", "creator-holds", "deployer-pulled", "fee-setter", "high-tax", "liquidity-unlocked", "mintable", "owner-active"},
 		Checks: &tollgatev1.RugChecks{
 			CodeHash: "0x9b1c5f0e3a7d2c4b6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d",
 			CodeSize: 7412,
@@ -99,6 +99,32 @@ func demoRugCheck() *tollgatev1.GetRugCheckResponse {
 				},
 				Unread: []string{},
 			},
+			Holders: &tollgatev1.HolderShares{
+				Top: []*tollgatev1.HolderShare{
+					{Address: "0x8ba1f109551bD432803012645Ac136ddd64DBA72", Balance: "310000000000000000000000000", Pct: 34.4},
+					{Address: "0x28C6c06298d514Db089934071355E5743bf21d60", Balance: "42000000000000000000000000", Pct: 4.67},
+				},
+				Top10Pct: 52.1,
+				Owner:    &tollgatev1.HolderShare{Address: "0x8ba1f109551bD432803012645Ac136ddd64DBA72", Balance: "310000000000000000000000000", Pct: 34.4},
+				Deployer: &tollgatev1.HolderShare{Address: "0x8ba1f109551bD432803012645Ac136ddd64DBA72", Balance: "310000000000000000000000000", Pct: 34.4},
+				Count:    391, CountExact: true,
+				Excluded: []*tollgatev1.HolderShare{{Address: "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", Balance: "98000000000000000000000000", Pct: 10.9,
+					Why: "a pool of the token (v2, 0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238)"}},
+				Burned: []*tollgatev1.HolderShare{{Address: "0x000000000000000000000000000000000000dEaD", Balance: "100000000000000000000000000", Pct: 10}},
+				Logs:   1287,
+			},
+			Deployer: &tollgatev1.DeployerRecord{
+				Address: wrapperspb.String("0x8ba1f109551bD432803012645Ac136ddd64DBA72"), Source: "creation",
+				Transaction: wrapperspb.String("0x5f1e1c6a3b2d4e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f"), Block: 38450711,
+				Tokens: []*tollgatev1.DeployedToken{{Token: "0x9f8F72aA9304c8B593d555F12eF6589cC3A579A2", Pool: "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D", Created: 38210032,
+					Collapse: &tollgatev1.PoolCollapse{Pool: "0x7a250d5630B4cF539739dF2C5dAcb4c659F2488D", Kind: "liquidity", Block: 38240877, Venue: "v2"}, Recent: true}},
+				PulledRecently: true,
+			},
+			Liquidity: []*tollgatev1.PoolLiquidity{{
+				Pool: "0x1c7D4B196Cb0C7B01d743Fbc6116a902379C7238", Venue: "v2",
+				QuoteReserve: wrapperspb.String("14200000000000000000"), QuoteAtCreation: wrapperspb.String("10000000000000000000"), QuoteRemoved: wrapperspb.String("0"),
+				DeployerPct: 100, Locks: []*tollgatev1.LiquidityLock{}, Unread: []string{},
+			}},
 		},
 		AsOf: demoAsOf,
 	}
