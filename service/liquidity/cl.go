@@ -83,10 +83,7 @@ func (r *reader) clLogs(ctx context.Context, pools []int) ([]*clPool, error) {
 	for _, i := range pools {
 		p := r.in.Pools[i]
 		cp := &clPool{i: i, p: p, pool: p.Holder, quoteIs0: quoteIs0(r.in.Token, p.Quote), ledger: map[clKey]*big.Int{}, nfts: map[nftKey]*nft{}}
-		cp.from, cp.clipped = r.logRange(p)
-		if cp.clipped {
-			r.unread(i, clippedNote(cp.from))
-		}
+		cp.from, cp.clipped = r.since(i)
 		if byPool[cp.pool] != nil {
 			r.unread(i, "the pool is listed twice: read once")
 			continue

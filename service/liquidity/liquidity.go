@@ -270,6 +270,16 @@ func (r *reader) logRange(p Pool) (from uint64, clipped bool) {
 	return from, false
 }
 
+// since is pool i's first block to read logs from (logRange), saying
+// in its Unread when that is after its creation.
+func (r *reader) since(i int) (from uint64, clipped bool) {
+	from, clipped = r.logRange(r.in.Pools[i])
+	if clipped {
+		r.unread(i, clippedNote(from))
+	}
+	return from, clipped
+}
+
 // clippedNote is said of a pool whose logs start after its creation.
 func clippedNote(from uint64) string {
 	return fmt.Sprintf("logs read from block %d only (the last %d blocks): the liquidity at creation and removals before are not read, "+

@@ -65,10 +65,7 @@ func (r *reader) v2Logs(ctx context.Context, pools []int) ([]*v2Pool, error) {
 	for _, i := range pools {
 		p := r.in.Pools[i]
 		vp := &v2Pool{i: i, p: p, pair: p.Holder, quoteIs0: quoteIs0(r.in.Token, p.Quote), balances: map[common.Address]*big.Int{}}
-		vp.from, vp.clipped = r.logRange(p)
-		if vp.clipped {
-			r.unread(i, clippedNote(vp.from))
-		}
+		vp.from, vp.clipped = r.since(i)
 		if byPair[vp.pair] != nil {
 			r.unread(i, "the pair is listed twice: read once")
 			continue

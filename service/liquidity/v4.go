@@ -78,10 +78,7 @@ func (r *reader) v4Logs(ctx context.Context, manager common.Address, pools []int
 	for _, i := range pools {
 		p := r.in.Pools[i]
 		vp := &v4Pool{i: i, p: p, id: common.HexToHash(p.ID), quoteIs0: quoteIs0(r.in.Token, p.Quote), ledger: map[v4Key]*big.Int{}}
-		vp.from, vp.clipped = r.logRange(p)
-		if vp.clipped {
-			r.unread(i, clippedNote(vp.from))
-		}
+		vp.from, vp.clipped = r.since(i)
 		if byID[vp.id] != nil {
 			r.unread(i, "the pool is listed twice: read once")
 			continue

@@ -1,9 +1,12 @@
 // Package rugcheck holds the published rug-check rules (docs/rules.md):
 // which dispatcher selectors reveal which privileged capability, which
-// function effects are powers and who holds them (effects.go), and how
-// capabilities, guards, ownership, proxies and activity make a PASS, WARN
-// or FAIL verdict with stable flag identifiers. Pure functions over facts
-// the service gathered from the code and the chain; no I/O.
+// function effects are powers and who holds them (effects.go), what a
+// buyer faces now judged by its effect (trading.go, over service/trading's
+// probes), who holds the supply, the deployer's record and how the pools'
+// liquidity is held (supply.go, over service/holders, service/deployer and
+// service/liquidity), and how all of it makes a PASS, WARN or FAIL verdict
+// with stable flag identifiers. Pure functions over facts the service
+// gathered from the code and the chain; no I/O.
 package rugcheck
 
 import (
