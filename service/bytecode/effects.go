@@ -324,6 +324,14 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 	for _, sel := range []Selector{selTransfer, selTransferFrom} {
 		if x := xs[sel]; x != nil {
 			e.readTransfer(sel, x)
+			if len(x.ends) <= maxWholeEnds && !x.incomplete && !x.widen {
+				w := newExplorer(code, end, dests, sel, calldataSize)
+				w.joins, w.consts, w.full = joins, consts, true
+				w.run()
+				if !w.incomplete {
+					e.readAlternatives(sel, w)
+				}
+			}
 		}
 	}
 	e.prog = &program{code: code, end: end, dests: dests, selectors: s.Selectors}
@@ -841,6 +849,90 @@ func (e *Effects) readTransfer(sel Selector, x *explorer) {
 			}
 			if !slices.ContainsFunc(e.gateConds[g.Gate], func(c cond) bool { return c.base.hash == g.cond.base.hash && c.truth == g.cond.truth }) {
 				e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
+			}
+		}
+	}
+	slices.SortFunc(e.Gates, func(a, b Gate) int {
+		return cmp.Or(bytes.Compare(a.Target.Slot[:], b.Target.Slot[:]), cmp.Compare(a.Kind, b.Kind), bytes.Compare(a.Selector[:], b.Selector[:]))
+	})
+}
+
+// maxWholeEnds bounds the transfer functions whose paths are followed
+// whole once more for the alternatives of their deciding conditions.
+const maxWholeEnds = 2_000
+
+// readAlternatives adds the gates gatesOf cannot see: the alternatives of
+// a revert's deciding condition. In require(open || team[from]) a closed
+// switch reverts only for a sender not on the team, so the deciding
+// condition is the list, and the switch is its alternative: a condition
+// of the reverting path right before the deciding one (exemptions and
+// other alternatives between) whose other way, after the same conditions
+// before it, leads a path to succeed without asking the deciding
+// condition at all (a condition whose other way succeeds only by passing
+// the deciding one, as a switch before a balance check, is none).
+// w followed transfer or transferFrom keeping every condition of every
+// path.
+func (e *Effects) readAlternatives(sel Selector, w *explorer) {
+	balances := func(t Target) bool {
+		return t.Kind == TargetMapping && (t.Nested || slices.Contains(e.Layout.Balances, t.Slot))
+	}
+	type turn struct {
+		prefix, base uint64
+		truth        bool
+	}
+	// The conditions each successful path asks after each turn it takes.
+	after := map[turn][]map[uint64]bool{}
+	for _, end := range w.ends {
+		if !end.ok {
+			continue
+		}
+		h := uint64(0)
+		for i, c := range end.conds {
+			rest := map[uint64]bool{}
+			for _, r := range end.conds[i+1:] {
+				rest[r.base.hash] = true
+			}
+			k := turn{h, c.base.hash, c.truth}
+			after[k] = append(after[k], rest)
+			h = mix(h, condHash(c))
+		}
+	}
+	for _, end := range w.ends {
+		if end.ok || end.panic {
+			continue
+		}
+		decider := -1
+		for i := len(end.conds) - 1; i >= 0; i-- {
+			if !exemption(end.conds[i].base) {
+				decider = i
+				break
+			}
+		}
+		if decider < 1 {
+			continue
+		}
+		d := end.conds[decider].base.hash
+		prefixes := make([]uint64, decider+1)
+		for i, c := range end.conds[:decider] {
+			prefixes[i+1] = mix(prefixes[i], condHash(c))
+		}
+		// Back from the deciding condition, through the exemptions and the
+		// alternatives right before it (a || b || c), no further.
+		for j := decider - 1; j >= 0; j-- {
+			c := end.conds[j]
+			if exemption(c.base) {
+				continue
+			}
+			if !slices.ContainsFunc(after[turn{prefixes[j], c.base.hash, !c.truth}], func(rest map[uint64]bool) bool { return !rest[d] }) {
+				break
+			}
+			for _, g := range gatesOf([]cond{c}, sel, balances) {
+				if !slices.Contains(e.Gates, g.Gate) {
+					e.Gates = append(e.Gates, g.Gate)
+				}
+				if !slices.ContainsFunc(e.gateConds[g.Gate], func(k cond) bool { return k.base.hash == g.cond.base.hash && k.truth == g.cond.truth }) {
+					e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
+				}
 			}
 		}
 	}

@@ -225,6 +225,9 @@ func TestVerdictCatalogue(t *testing.T) {
 		// allowance, empty now but settable while the owner is live.
 		"FallbackFarm": {{"operator live", live, Fail, []string{FlagMintable, FlagHiddenOwner}, nil, "the fallback"},
 			{"operator zero", renounced, Warn, []string{FlagMintable}, []string{FlagHiddenOwner}, "every guard is gone"}},
+		// A switch open now that blocks every sender not on the team when
+		// the owner closes it: require(open || team[from]).
+		"TeamSwitch": {{"owner live", live, Fail, []string{FlagTradingSwitch}, nil, "a switch"}, {"renounced", renounced, Warn, []string{FlagTradingSwitch}, nil, "every guard is gone"}},
 		"Spender": {{"spender unset, owner live", map[SlotField][20]byte{field(3): deployer, field(4): {}}, Fail, []string{FlagSeizable}, nil, "sets it, callable when msg.sender == the address in slot 0x3"},
 			{"both gone", renounced, Warn, []string{FlagSeizable}, nil, "every guard is gone"}},
 	}
