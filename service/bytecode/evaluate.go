@@ -97,6 +97,13 @@ func (e Effects) Evaluable(sel Selector) bool {
 	return e.prog != nil && slices.Contains(e.prog.selectors, sel)
 }
 
+// maxCallSteps bounds one concrete call: with its storage read, a call
+// is one path of a few thousand instructions (loops turning as often as
+// the storage says); before, each word not read yet is a fork, and the
+// bound ends the exploration once it has named enough of them (Missing)
+// for the next read.
+const maxCallSteps = 30_000
+
 // program is what Evaluate needs of the code to follow a call.
 type program struct {
 	code      []byte
@@ -122,9 +129,16 @@ func (e Effects) Evaluate(c Call, st Storage) Run {
 		ev.calldata = append(ev.calldata, b[:]...)
 	}
 	p := e.prog
-	x := newExplorer(p.code, p.end, p.dests, c.Selector, uint64(len(ev.calldata)))
-	x.joins, x.consts, x.full, x.env = make([]bool, len(p.code)), make([]*term, len(p.code)), true, ev
-	x.run()
+	follow := func(steps int) *explorer {
+		x := newExplorer(p.code, p.end, p.dests, c.Selector, uint64(len(ev.calldata)))
+		x.joins, x.consts, x.full, x.env, x.maxSteps = make([]bool, len(p.code)), make([]*term, len(p.code)), true, ev, steps
+		x.run()
+		return x
+	}
+	x := follow(maxCallSteps)
+	if x.incomplete && len(ev.missing) == 0 {
+		x = follow(maxPathSteps) // a long path with every word known: loops that turn many times
+	}
 	run := Run{}
 	if !x.incomplete && len(x.ends) > 0 {
 		run = ev.agree(x.ends)

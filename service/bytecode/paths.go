@@ -121,6 +121,9 @@ type explorer struct {
 	visits map[int]int
 	// cutByJump: a path jumped to a computed target.
 	cutByJump bool
+	// maxSteps bounds the instructions run over all paths (maxPathSteps,
+	// or maxCallSteps for a concrete call).
+	maxSteps int
 	// env, for a concrete call (evaluate.go), decides every branch whose
 	// condition its inputs and storage words decide, and resolves a read
 	// of a slot the path wrote by the slot's value, not its term.
@@ -166,7 +169,7 @@ func joinPoints(code []byte, dests []bool) []bool {
 
 func newExplorer(code []byte, end int, dests []bool, sel Selector, cdsize uint64) *explorer {
 	word := new(uint256.Int).Lsh(uint256.NewInt(uint64(sel[0])<<24|uint64(sel[1])<<16|uint64(sel[2])<<8|uint64(sel[3])), 224)
-	return &explorer{code: code, end: end, dests: dests, selector: word, cdsize: cdsize}
+	return &explorer{code: code, end: end, dests: dests, selector: word, cdsize: cdsize, maxSteps: maxPathSteps}
 }
 
 // freshAt is the unknown value the instruction at pc makes (a call's
@@ -268,7 +271,7 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 	start := s.mark()
 	var outs []outcome
 	for {
-		if x.steps >= maxPathSteps || len(outs) > maxPathEnds {
+		if x.steps >= x.maxSteps || len(outs) > maxPathEnds {
 			x.incomplete = true
 			return outs
 		}
@@ -564,7 +567,7 @@ func (x *explorer) step(s *pathState, skipMemo bool) (taken *pathState, memo boo
 			return nil, false
 		}
 		x.steps++
-		if x.steps >= maxPathSteps {
+		if x.steps >= x.maxSteps {
 			x.cut(s)
 			return nil, false
 		}

@@ -263,6 +263,10 @@ func (r *reader) call(sel bytecode.Selector, caller, origin common.Address, args
 	return run
 }
 
+// lacking: this round's probes asked for words not read yet, so the
+// round is read again: the searches (limits, a cooldown) wait for it.
+func (r *reader) lacking() bool { return len(r.missing) > 0 }
+
 // element is the slot of m[key] in a mapping at base.
 func element(key common.Address, base [32]byte) [32]byte {
 	var buf [64]byte
@@ -458,11 +462,18 @@ func (r *reader) sale(p *Pool, amount *big.Int, st overlay) *Probe {
 	wait := uint64(blockTime)
 	run := at(wait)
 	waited := false
-	if run.Status == bytecode.Reverts && run.Decider != nil && run.Decider.Kind == bytecode.GateCooldown {
-		if late := at(maxWait); late.Status != bytecode.Passes {
-			return &Probe{Call: "sale", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: maxWait}
+	if run.Status == bytecode.Reverts && run.Decider != nil && run.Decider.Kind == bytecode.GateCooldown && !r.lacking() {
+		// Doubling the wait to the first that passes, then halving the
+		// gap to the second: a short cooldown costs a few calls.
+		lo, hi := wait, 2*wait // at(lo) reverts, at(hi) passes
+		for ; hi < maxWait && at(hi).Status != bytecode.Passes; lo, hi = hi, 2*hi {
 		}
-		lo, hi := wait, uint64(maxWait) // at(lo) reverts, at(hi) passes
+		if hi >= maxWait {
+			if at(maxWait).Status != bytecode.Passes {
+				return &Probe{Call: "sale", Status: run.Status, Amount: amount, Decider: run.Decider, Wait: maxWait}
+			}
+			hi = maxWait
+		}
 		for hi-lo > 1 {
 			mid := lo + (hi-lo)/2
 			if at(mid).Status == bytecode.Passes {
@@ -507,6 +518,9 @@ func (r *reader) transfer(position *big.Int, st overlay, wait *uint64) *Probe {
 // when the first amount refused is refused on a limit (not the sender's
 // balance running out).
 func (r *reader) limit(do func(*big.Int) bytecode.Run, from, supply *big.Int) Limit {
+	if r.lacking() {
+		return Limit{} // read again once the words are in
+	}
 	share := func(a *big.Int) float64 {
 		f, _ := new(big.Rat).SetFrac(a, supply).Float64()
 		return f
@@ -547,8 +561,21 @@ func (r *reader) narrow(do func(*big.Int) bytecode.Run, lo, hi *big.Int, share f
 	if refused.Status != bytecode.Reverts || !limiting(refused.Decider, r.e.Layout.Balances) {
 		return Limit{} // refused for another reason (a switch, a list): no limit can be read
 	}
+	// The limit is most often the very word the refusal read: tried
+	// first, it is exact in two calls.
 	one := big.NewInt(1)
-	for i := 0; i < 256 && new(big.Int).Sub(hi, lo).Cmp(one) > 0; i++ {
+	for _, rd := range refused.Decider.Reads {
+		v := field(rd.Value, rd.Offset).ToBig()
+		if rd.Known && v.Cmp(lo) >= 0 && v.Cmp(hi) < 0 && do(v).Status == bytecode.Passes && do(new(big.Int).Add(v, one)).Status == bytecode.Reverts {
+			return Limit{Known: true, Bound: true, Amount: v, Share: share(v), Probed: share(hi), Decider: refused.Decider}
+		}
+	}
+	// Otherwise halving the gap, to a millionth of the amount.
+	step := new(big.Int).Div(hi, big.NewInt(precision))
+	if step.Sign() == 0 {
+		step = one
+	}
+	for new(big.Int).Sub(hi, lo).Cmp(step) > 0 {
 		mid := new(big.Int).Add(lo, hi)
 		mid.Rsh(mid, 1)
 		switch do(mid).Status {
@@ -562,6 +589,10 @@ func (r *reader) narrow(do func(*big.Int) bytecode.Run, lo, hi *big.Int, share f
 	}
 	return Limit{Known: true, Bound: true, Amount: lo, Share: share(lo), Probed: share(hi), Decider: refused.Decider}
 }
+
+// precision is how closely a limit found by halving is read: to a
+// millionth of it.
+const precision = 1_000_000
 
 // limiting: a revert decided by a limit on the amount, not by the
 // sender's balance (a read of the balance mappings only) nor a panic.
