@@ -28,18 +28,19 @@
 //
 // # Concrete calls
 //
-// For transfer and transferFrom the analysis also keeps every path whole:
-// each condition it took, with its masks, and each write. [Effects.Evaluate]
-// reads a concrete call from them (who calls, with which arguments, at
-// which time) with the storage words its caller supplies: the path all of
-// whose conditions hold is the one the call takes. It says whether the
-// call passes (and what it writes: a fee is the credit it leaves short of
-// the amount) or reverts (and the condition that decided it, with the
-// fields it read), or that it cannot tell, naming the slots it lacked so
-// that the caller reads them and asks again. Nothing is executed: the
-// paths are the analysis's, the words the chain's. A result holds only
-// for inputs no analysed value hides (a call's return data, a code size,
-// memory the path lost track of): those leave the call unknown.
+// [Effects.Evaluate] follows one concrete call of the code (who calls,
+// with which arguments, at which time) with the storage words its caller
+// supplies as known values: the path explorer above, but a branch those
+// values decide goes the one way it would, a loop turns as often as the
+// storage says, and a read of a slot the path wrote is resolved by the
+// slot's value. A branch they do not decide (a word not supplied, an
+// external call's result, an ether balance, a code size) is followed both
+// ways. It says whether the call passes (and what it writes: a fee is the
+// credit it leaves short of the amount) or reverts (and the condition
+// that decided it, with the fields it read), or that it cannot tell,
+// naming the slots it lacked so that the caller reads them and asks
+// again. Nothing is executed on a node: the code is the token's, the
+// words the chain's.
 //
 // # Reachable code only
 //

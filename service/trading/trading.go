@@ -2,11 +2,12 @@
 // token's own transfer code and its storage at one block: the buy, sell
 // and transfer tax, whether trading is open and transfers are paused, the
 // largest buy, sale and wallet, and how long a buyer must wait to sell.
-// A buy, a sale and a transfer are read as concrete calls of transfer and
-// transferFrom on the paths the bytecode analysis kept whole
-// (bytecode.Effects.Evaluate), with the storage words they read fetched
-// from the chain; no transaction is simulated (docs/rules.md, "Trading
-// now"). What the probes found is judged by service/rugcheck.
+// A buy, a sale and a transfer are concrete calls of transfer and
+// transferFrom that the bytecode analysis's path explorer follows with
+// the token's storage words as known values (bytecode.Effects.Evaluate),
+// the words fetched from the chain in a few batches; no transaction is
+// executed (docs/rules.md, "Trading now"). What the probes found is
+// judged by service/rugcheck.
 package trading
 
 import (
