@@ -119,7 +119,7 @@ func TestEvaluateCatalogue(t *testing.T) {
 				}
 				e = bytecode.AnalyzeEffects(code, bytecode.Analyze(code))
 				if !e.Evaluable(transfer) {
-					t.Fatalf("%s %s: transfer's paths not kept whole", setting, c.contract)
+					t.Fatalf("%s %s: no transfer to follow", setting, c.contract)
 				}
 				effects[c.contract] = e
 			}

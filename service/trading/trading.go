@@ -120,8 +120,8 @@ type Limit struct {
 // State is what a buyer faces now.
 type State struct {
 	Pool *Pool
-	// Evaluable: the token's transfer paths were kept whole; otherwise
-	// nothing below is known.
+	// Evaluable: the token's code has transfer(address,uint256) to
+	// follow; otherwise nothing below is known.
 	Evaluable bool
 	// Buy, Sale and Transfer are the probes of a buyer's position: bought
 	// from the pool, sold back to it one block later (or after Cooldown),
@@ -155,7 +155,7 @@ func Read(ctx context.Context, st Storage, e bytecode.Effects, tok Token) (State
 		r.tok.Router = Router
 	}
 	if !e.Evaluable(selTransfer) {
-		s := State{Pool: tok.Pool, Unread: []string{"transfer's paths could not all be followed (analysis bounds or a computed jump): nothing is read"}}
+		s := State{Pool: tok.Pool, Unread: []string{"the code has no transfer(address,uint256) to follow: nothing is read"}}
 		if len(tok.Also) > 0 {
 			words, err := st.Storage(ctx, tok.Address, tok.Block, tok.Also)
 			if err != nil {
