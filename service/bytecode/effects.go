@@ -334,7 +334,7 @@ func AnalyzeEffects(code []byte, s Scan) Effects {
 			}
 		}
 	}
-	e.prog = &program{code: code, end: end, dests: dests, selectors: s.Selectors}
+	e.prog = &program{code: code, end: end, dests: dests, noJoins: make([]bool, len(code)), selectors: s.Selectors}
 	return e
 }
 

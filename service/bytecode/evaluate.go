@@ -109,6 +109,7 @@ type program struct {
 	code      []byte
 	end       int
 	dests     []bool
+	noJoins   []bool // all false, shared read-only by every call
 	selectors []Selector
 }
 
@@ -131,7 +132,9 @@ func (e Effects) Evaluate(c Call, st Storage) Run {
 	p := e.prog
 	follow := func(steps int) *explorer {
 		x := newExplorer(p.code, p.end, p.dests, c.Selector, uint64(len(ev.calldata)))
-		x.joins, x.consts, x.full, x.env, x.maxSteps = make([]bool, len(p.code)), make([]*term, len(p.code)), true, ev, steps
+		// No join points: a concrete call's paths are few, and the memo
+		// would only cost.
+		x.joins, x.consts, x.full, x.env, x.maxSteps = p.noJoins, make([]*term, len(p.code)), true, ev, steps
 		x.run()
 		return x
 	}
@@ -194,9 +197,11 @@ func (ev *evaluator) agree(ends []pathEnd) Run {
 // an external call's result, an account's ether balance or code size,
 // memory a call wrote.
 func onCall(p *pathEnd) bool {
-	for i := len(p.conds) - 1; i >= 0; i-- {
+	// Only a condition after the last one the inputs decided can have
+	// decided the revert.
+	for i := len(p.conds) - 1; i >= p.deciderAt; i-- {
 		c := p.conds[i]
-		if c.decided {
+		if exemption(c.base) {
 			continue
 		}
 		return contains(c.raw, func(t *term) bool {
@@ -267,11 +272,16 @@ func (ev *evaluator) result(p *pathEnd) Run {
 		return r
 	}
 	d := &Decider{Panic: p.panic}
-	for i := len(p.conds) - 1; i >= 0; i-- {
-		c := p.conds[i]
-		if exemption(c.base) {
-			continue
+	// The last condition that is no exemption: taken undecided after the
+	// last one the inputs decided, or that one.
+	last := p.decider
+	for i := len(p.conds) - 1; i >= p.deciderAt; i-- {
+		if !exemption(p.conds[i].base) {
+			last = &p.conds[i]
+			break
 		}
+	}
+	if c := last; c != nil {
 		d.Kind, d.PC = gateKind(c.base), c.pc
 		for _, f := range directReads(c.base) {
 			r := SlotRead{Target: target(f.slot), Offset: f.offset}
@@ -285,7 +295,6 @@ func (ev *evaluator) result(p *pathEnd) Run {
 			}
 			d.Reads = append(d.Reads, r)
 		}
-		break
 	}
 	return Run{Status: Reverts, Decider: d}
 }

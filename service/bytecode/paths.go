@@ -38,6 +38,10 @@ type pathEnd struct {
 	conds  []cond
 	writes []write
 	calls  []callSite
+	// decider is, for a concrete call, the last condition its inputs
+	// decided that is no exemption, taken after conds[:deciderAt].
+	decider   *cond
+	deciderAt int
 }
 
 // cond is a branch a path took: base (stripped of ISZEROs and masks)
@@ -55,7 +59,8 @@ type cond struct {
 	// non-zero: what a concrete call is evaluated on (evaluate.go).
 	raw    *term
 	jumped bool
-	// decided: a concrete call's inputs and storage decided it.
+	// decided: a concrete call's inputs and storage decided it (only a
+	// path's decider is one).
 	decided bool
 }
 
@@ -84,11 +89,18 @@ type pathState struct {
 	conds  []cond
 	calls  []callSite
 	end    *pathEnd // how the path ended, once pc is −1
+	// decider and deciderAt: for a concrete call, the last condition its
+	// inputs decided that is no exemption, and how many conditions the
+	// path held then. Decided conditions are not kept in conds: a
+	// concrete call takes hundreds, and only the last one is read.
+	decider   *cond
+	deciderAt int
 }
 
 func (s *pathState) fork() *pathState {
 	return &pathState{pc: s.pc, stack: append([]*term(nil), s.stack...), mem: append([]memWord(nil), s.mem...),
-		writes: append([]write(nil), s.writes...), conds: append([]cond(nil), s.conds...), calls: append([]callSite(nil), s.calls...)}
+		writes: append([]write(nil), s.writes...), conds: append([]cond(nil), s.conds...), calls: append([]callSite(nil), s.calls...),
+		decider: s.decider, deciderAt: s.deciderAt}
 }
 
 // explorer runs the paths of one call.
@@ -184,7 +196,7 @@ func (x *explorer) run() {
 	x.memo, x.arrivals = map[uint64][]memoEntry{}, map[int]uint8{}
 	for _, o := range dedupe(x.explore(&pathState{}, false)) {
 		x.ends = append(x.ends, pathEnd{ok: o.ok, selfdestruct: o.selfdestruct, panic: o.panic, closed: o.closed, ret: o.ret,
-			conds: o.conds.flat(), writes: o.writes.flat(), calls: o.calls.flat()})
+			conds: o.conds.flat(), writes: o.writes.flat(), calls: o.calls.flat(), decider: o.decider, deciderAt: o.deciderAt})
 	}
 }
 
@@ -197,6 +209,8 @@ type outcome struct {
 	conds                           *chain[cond]
 	writes                          *chain[write]
 	calls                           *chain[callSite]
+	decider                         *cond // a concrete call's (pathEnd)
+	deciderAt                       int
 }
 
 // chain is a persistent list: items, then next's.
@@ -302,7 +316,8 @@ func (x *explorer) explore(s *pathState, skipMemo bool) []outcome {
 		case s.pc < 0:
 			if s.end != nil {
 				e := s.end
-				outs = x.rebase(outs, s.since(start), []outcome{{ok: e.ok, selfdestruct: e.selfdestruct, panic: e.panic, ret: e.ret}})
+				outs = x.rebase(outs, s.since(start), []outcome{{ok: e.ok, selfdestruct: e.selfdestruct, panic: e.panic, ret: e.ret,
+					decider: s.decider, deciderAt: s.deciderAt}})
 			}
 			return outs
 		}
@@ -695,7 +710,10 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 	if x.env != nil {
 		if v, ok := x.env.eval(condition); ok {
 			jump := !v.IsZero()
-			s.conds = append(s.conds, cond{base: base, truth: jump != neg, pc: pc, frame: frame, raw: condition, jumped: jump, decided: true})
+			if !exemption(base) {
+				s.decider = &cond{base: base, truth: jump != neg, pc: pc, frame: frame, raw: condition, jumped: jump, decided: true}
+				s.deciderAt = len(s.conds)
+			}
 			if jump {
 				x.jumpTo(s, target)
 			} else {
@@ -721,7 +739,7 @@ func (x *explorer) branch(s *pathState, target, condition *term) *pathState {
 			}
 			return nil
 		}
-		if c.pc == pc && c.frame == frame && !c.decided {
+		if c.pc == pc && c.frame == frame {
 			visits++
 		}
 	}
