@@ -160,7 +160,6 @@ type Token struct {
 }
 
 var (
-	topicTransfer = crypto.Keccak256Hash([]byte("Transfer(address,address,uint256)"))
 	// topicUserOperation is ERC-4337's UserOperationEvent, which an
 	// entry point (v0.6 and v0.7 alike) emits after each user operation
 	// of a bundle has run.
@@ -194,7 +193,7 @@ func Read(ctx context.Context, c Chain, in Input, cfg Config) (Record, error) {
 	}
 	r.rec.Searched = Range{From: end - min(end, cfg.CreationWindow-1), To: end}
 	logs, err := c.Logs(ctx, chain.LogQuery{From: r.rec.Searched.From, To: r.rec.Searched.To,
-		Addresses: []common.Address{in.Token}, Topics: [][]common.Hash{{topicTransfer}, {{}}}})
+		Addresses: []common.Address{in.Token}, Topics: [][]common.Hash{{chain.TopicTransfer}, {{}}}})
 	if err != nil {
 		return Record{}, fmt.Errorf("deployer: mints of %s: %w", in.Token, err)
 	}
@@ -250,7 +249,7 @@ func earliest(pools []whales.Pool) *whales.Pool {
 func firstMint(logs []types.Log, token common.Address) *types.Log {
 	var first *types.Log
 	for i, l := range logs {
-		if l.Removed || l.Address != token || len(l.Topics) < 3 || l.Topics[0] != topicTransfer || l.Topics[1] != (common.Hash{}) {
+		if l.Removed || l.Address != token || len(l.Topics) < 3 || l.Topics[0] != chain.TopicTransfer || l.Topics[1] != (common.Hash{}) {
 			continue
 		}
 		if first == nil || l.BlockNumber < first.BlockNumber || l.BlockNumber == first.BlockNumber && l.Index < first.Index {

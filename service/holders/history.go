@@ -52,9 +52,6 @@ const (
 	widening   = firstChunk * (1 + growth + growth*growth + growth*growth*growth)
 )
 
-// transferTopic is topic 0 of Transfer(address,address,uint256).
-var transferTopic = common.HexToHash("0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef")
-
 // Span is a range of blocks, both ends included.
 type Span struct{ From, To uint64 }
 
@@ -106,7 +103,7 @@ func readHistory(ctx context.Context, c Chain, token common.Address, whole Span)
 	if whole.Blocks() <= maxChunk {
 		// A young token (or a short chain): its whole history in one
 		// eth_getLogs, kept when it stays within the logs' bound.
-		logs, err := c.Logs(ctx, chain.LogQuery{From: whole.From, To: whole.To, Addresses: []common.Address{token}, Topics: [][]common.Hash{{transferTopic}}})
+		logs, err := c.Logs(ctx, chain.LogQuery{From: whole.From, To: whole.To, Addresses: []common.Address{token}, Topics: [][]common.Hash{{chain.TopicTransfer}}})
 		if err != nil {
 			return history{}, fmt.Errorf("holders: Transfer logs of %s, blocks %d-%d: %w", token, whole.From, whole.To, err)
 		}
@@ -168,7 +165,7 @@ func scan(ctx context.Context, c Chain, token common.Address, s Span, forward bo
 	read, width, queries := uint64(0), uint64(firstChunk), 0
 	for read < min(b.blocks, s.Blocks()) && len(logs) < b.logs && queries < b.queries {
 		w := min(width, b.blocks-read, s.Blocks()-read)
-		q := chain.LogQuery{Addresses: []common.Address{token}, Topics: [][]common.Hash{{transferTopic}}}
+		q := chain.LogQuery{Addresses: []common.Address{token}, Topics: [][]common.Hash{{chain.TopicTransfer}}}
 		if forward {
 			q.From = s.From + read
 			q.To = q.From + w - 1
@@ -201,7 +198,7 @@ type transfer struct {
 // decode reads l as token's ERC-20 Transfer; false for anything else (an
 // ERC-721 Transfer has its token id as a fourth topic and no data).
 func decode(l types.Log, token common.Address) (transfer, bool) {
-	if l.Removed || l.Address != token || len(l.Topics) != 3 || l.Topics[0] != transferTopic || len(l.Data) != 32 {
+	if l.Removed || l.Address != token || len(l.Topics) != 3 || l.Topics[0] != chain.TopicTransfer || len(l.Data) != 32 {
 		return transfer{}, false
 	}
 	return transfer{

@@ -282,7 +282,7 @@ func (r *reader) followNFTs(ctx context.Context, cls []*clPool, v4s []*v4Pool) e
 	if len(all) == 0 {
 		return nil
 	}
-	q := chain.LogQuery{From: from, To: r.in.Block, Topics: [][]common.Hash{{topicTransfer}, nil, nil, nil}}
+	q := chain.LogQuery{From: from, To: r.in.Block, Topics: [][]common.Hash{{chain.TopicTransfer}, nil, nil, nil}}
 	byKey := map[nftKey][]*nft{}
 	for _, n := range all {
 		if !slices.Contains(q.Addresses, n.key.manager) {

@@ -17,7 +17,6 @@ import (
 // token's Transfer logs name the holders, whose balances balanceOf
 // confirms.
 var (
-	topicTransfer = topic("Transfer(address,address,uint256)")
 	topicV2Mint   = topic("Mint(address,uint256,uint256)") // both dialects
 	topicV2Burn   = topic("Burn(address,uint256,uint256,address)")
 	topicAeroBurn = topic("Burn(address,address,uint256,uint256)")
@@ -61,7 +60,7 @@ func (p *v2Pool) minimumHolder() common.Address {
 func (r *reader) v2Logs(ctx context.Context, pools []int) ([]*v2Pool, error) {
 	byPair := map[common.Address]*v2Pool{}
 	var out []*v2Pool
-	q := chain.LogQuery{From: r.in.Block, To: r.in.Block, Topics: [][]common.Hash{{topicTransfer, topicV2Mint, topicV2Burn, topicAeroBurn}}}
+	q := chain.LogQuery{From: r.in.Block, To: r.in.Block, Topics: [][]common.Hash{{chain.TopicTransfer, topicV2Mint, topicV2Burn, topicAeroBurn}}}
 	for _, i := range pools {
 		p := r.in.Pools[i]
 		vp := &v2Pool{i: i, p: p, pair: p.Holder, quoteIs0: quoteIs0(r.in.Token, p.Quote), balances: map[common.Address]*big.Int{}}
@@ -88,7 +87,7 @@ func (r *reader) v2Logs(ctx context.Context, pools []int) ([]*v2Pool, error) {
 			continue
 		}
 		switch l.Topics[0] {
-		case topicTransfer:
+		case chain.TopicTransfer:
 			if len(l.Topics) != 3 || len(l.Data) != 32 {
 				continue
 			}
