@@ -3,7 +3,9 @@ package bytecode
 import (
 	"bytes"
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/holiman/uint256"
 )
@@ -147,6 +149,33 @@ type Target struct {
 	Key    KeyKind
 	// Nested: a mapping of mappings (allowances, roles).
 	Nested bool
+}
+
+// String names t for evidence: "slot 0x3 (bits from 160)", "a mapping at
+// slot 0x0".
+func (t Target) String() string {
+	slot := SlotText(t.Slot)
+	switch t.Kind {
+	case TargetSlot:
+		if t.Offset > 0 {
+			return fmt.Sprintf("slot %s (bits from %d)", slot, t.Offset)
+		}
+		return "slot " + slot
+	case TargetMapping:
+		if t.Nested {
+			return "a mapping of mappings at slot " + slot
+		}
+		return "a mapping at slot " + slot
+	}
+	return "computed storage"
+}
+
+// SlotText writes a slot number short: 0x0, 0x3, 0x360894….
+func SlotText(s [32]byte) string {
+	if s == ([32]byte{}) {
+		return "0x0"
+	}
+	return "0x" + strings.TrimLeft(fmt.Sprintf("%x", s[:]), "0")
 }
 
 // Change is how a write changes its target.

@@ -130,7 +130,7 @@ func Powers(e bytecode.Effects) []Power {
 			}
 			class := gateClass(g.Kind, f.Selector)
 			p := Power{Class: class, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards, Floor: class == Limit && w.Floor,
-				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", targetText(g.Target), selectorName(g.Selector), gateText[g.Kind])}
+				Effect: fmt.Sprintf("writes %s, which %s reads on a path that reverts (%s)", g.Target.String(), selectorName(g.Selector), gateText[g.Kind])}
 			if p.Floor {
 				p.Effect += ", with a floor"
 			}
@@ -140,7 +140,7 @@ func Powers(e bytecode.Effects) []Power {
 	for _, fee := range e.Fees {
 		writers(fee.Target, func(f bytecode.Function, w bytecode.Write) {
 			p := Power{Class: Fee, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
-				Effect: fmt.Sprintf("writes %s, the rate transfer scales the credited amount by", targetText(fee.Target))}
+				Effect: fmt.Sprintf("writes %s, the rate transfer scales the credited amount by", fee.Target.String())}
 			if w.Ceiling && !fee.Divisor.IsZero() {
 				frac, _ := new(big.Rat).SetFrac(w.Bound.ToBig(), fee.Divisor.ToBig()).Float64()
 				p.Capped = frac <= MaxCappedFee
@@ -156,7 +156,7 @@ func Powers(e bytecode.Effects) []Power {
 		}
 		writers(bytecode.Target{Kind: bytecode.TargetSlot, Slot: fw.Slot}, func(f bytecode.Function, w bytecode.Write) {
 			add(Power{Class: Upgrade, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
-				Effect: fmt.Sprintf("writes slot %s, the address whose code a DELEGATECALL runs", slotText(fw.Slot))})
+				Effect: fmt.Sprintf("writes slot %s, the address whose code a DELEGATECALL runs", bytecode.SlotText(fw.Slot))})
 		})
 	}
 	for _, h := range e.Hooks {
@@ -165,7 +165,7 @@ func Powers(e bytecode.Effects) []Power {
 		}
 		writers(h.Target, func(f bytecode.Function, w bytecode.Write) {
 			add(Power{Class: Hook, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards,
-				Effect: fmt.Sprintf("writes %s, the address of a contract transfer calls", targetText(h.Target))})
+				Effect: fmt.Sprintf("writes %s, the address of a contract transfer calls", h.Target.String())})
 		})
 	}
 	// A mint or burn only an OP Stack bridge predeploy may call is the
@@ -224,30 +224,6 @@ var gateText = map[bytecode.GateKind]string{
 	bytecode.GateCooldown: "a wait compared with the time",
 }
 
-func targetText(t bytecode.Target) string {
-	slot := slotText(t.Slot)
-	switch t.Kind {
-	case bytecode.TargetSlot:
-		if t.Offset > 0 {
-			return fmt.Sprintf("slot %s (bits from %d)", slot, t.Offset)
-		}
-		return "slot " + slot
-	case bytecode.TargetMapping:
-		if t.Nested {
-			return "a mapping of mappings at slot " + slot
-		}
-		return "a mapping at slot " + slot
-	}
-	return "computed storage"
-}
-
-func slotText(s [32]byte) string {
-	if s == ([32]byte{}) {
-		return "0x0"
-	}
-	return "0x" + strings.TrimLeft(fmt.Sprintf("%x", s[:]), "0")
-}
-
 var transferNames = map[bytecode.Selector]string{
 	{0xa9, 0x05, 0x9c, 0xbb}: "transfer",
 	{0x23, 0xb8, 0x72, 0xdd}: "transferFrom",
@@ -269,13 +245,13 @@ func GuardText(g bytecode.Guard) string {
 	switch g.Kind {
 	case bytecode.GuardSlot:
 		if g.Offset > 0 {
-			return fmt.Sprintf("%s == the address in slot %s (bits from %d)", who, slotText(g.Slot), g.Offset)
+			return fmt.Sprintf("%s == the address in slot %s (bits from %d)", who, bytecode.SlotText(g.Slot), g.Offset)
 		}
-		return fmt.Sprintf("%s == the address in slot %s", who, slotText(g.Slot))
+		return fmt.Sprintf("%s == the address in slot %s", who, bytecode.SlotText(g.Slot))
 	case bytecode.GuardConstant:
 		return fmt.Sprintf("%s == 0x%x (in the code)", who, g.Address[:])
 	}
-	return fmt.Sprintf("a mapping at slot %s keyed by %s is set", slotText(g.Slot), who)
+	return fmt.Sprintf("a mapping at slot %s keyed by %s is set", bytecode.SlotText(g.Slot), who)
 }
 
 func boolRank(b bool) int {
@@ -420,7 +396,7 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 		out.hidden = true
 		where := "owner() reads no storage field"
 		if e.Owner != nil {
-			where = "owner() reads slot " + slotText(e.Owner.Slot)
+			where = "owner() reads slot " + bytecode.SlotText(e.Owner.Slot)
 		}
 		// A field a getter returns by name (pauser(), blacklister()) is a
 		// declared controller: it controls, it is not hidden.
@@ -431,7 +407,7 @@ func evaluateEffects(f Facts, add func(flag, rule, evidence string)) effectVerdi
 			!slices.ContainsFunc(e.Renounce, func(t bytecode.Target) bool {
 				return t.Covers(bytecode.Target{Kind: bytecode.TargetSlot, Slot: h.guard.Slot, Offset: h.guard.Offset})
 			}) {
-			add(FlagFakeRenounce, RuleFakeRenounce, fmt.Sprintf("renounceOwnership() does not clear slot %s, which guards %s and holds 0x%x", slotText(h.guard.Slot), h.power, h.addr[:]))
+			add(FlagFakeRenounce, RuleFakeRenounce, fmt.Sprintf("renounceOwnership() does not clear slot %s, which guards %s and holds 0x%x", bytecode.SlotText(h.guard.Slot), h.power, h.addr[:]))
 		}
 	}
 	if e.Incomplete {

@@ -209,7 +209,7 @@ func feeFields(f Facts) string {
 		if rate.Gt(&fee.Divisor) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s = %s (of %s)", targetText(fee.Target), rate.Dec(), fee.Divisor.Dec()))
+		out = append(out, fmt.Sprintf("%s = %s (of %s)", fee.Target.String(), rate.Dec(), fee.Divisor.Dec()))
 	}
 	if len(out) == 0 {
 		return ""

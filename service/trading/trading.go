@@ -709,21 +709,14 @@ func field(w uint256.Int, offset uint) *uint256.Int {
 	return new(uint256.Int).Rsh(&w, offset)
 }
 
-// TargetText names storage for evidence: a slot (and a packed field's
-// bit offset), or a mapping's element at its slot.
+// TargetText names storage for evidence: the target's own words, and for
+// a mapping's element its slot.
 func TargetText(t bytecode.Target, slot [32]byte) string {
-	base := "0x" + strings.TrimLeft(fmt.Sprintf("%x", t.Slot[:]), "0")
-	if base == "0x" {
-		base = "0x0"
-	}
 	switch t.Kind {
-	case bytecode.TargetSlot:
-		if t.Offset > 0 {
-			return fmt.Sprintf("slot %s (bits from %d)", base, t.Offset)
-		}
-		return "slot " + base
 	case bytecode.TargetMapping:
-		return fmt.Sprintf("the element 0x%x of the mapping at slot %s", slot[:], base)
+		return fmt.Sprintf("the element 0x%x of %s", slot[:], t)
+	case bytecode.TargetComputed:
+		return fmt.Sprintf("slot 0x%x (computed)", slot[:])
 	}
-	return fmt.Sprintf("slot 0x%x", slot[:])
+	return t.String()
 }
