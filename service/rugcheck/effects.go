@@ -448,26 +448,15 @@ var selRenounceOwnership = bytecode.Selector{0x71, 0x50, 0x18, 0xa6}
 // who can fill a guard that is empty now. A write anyone can make is left
 // out: an initializer that reverts once run looks the same.
 func guardSetters(e bytecode.Effects, powers []Power) []GateWriter {
-	var out []GateWriter
+	var fields []bytecode.Target
 	for _, p := range powers {
 		for _, g := range p.Guards {
-			if g.Kind != bytecode.GuardSlot {
-				continue
-			}
-			field := bytecode.Target{Kind: bytecode.TargetSlot, Slot: g.Slot, Offset: g.Offset}
-			for _, f := range e.Functions {
-				for _, w := range f.Writes {
-					if !w.Target.Covers(field) || !privileged(&w.Guarded) || slices.ContainsFunc(out, func(o GateWriter) bool {
-						return o.Target == w.Target && o.Selector == f.Selector && o.Fallback == f.Fallback
-					}) {
-						continue
-					}
-					out = append(out, GateWriter{Target: w.Target, Selector: f.Selector, Fallback: f.Fallback, Guards: w.Guards})
-				}
+			if g.Kind == bytecode.GuardSlot {
+				fields = append(fields, bytecode.Target{Kind: bytecode.TargetSlot, Slot: g.Slot, Offset: g.Offset})
 			}
 		}
 	}
-	return out
+	return writersOf(e, fields, func(w bytecode.Write) bool { return privileged(&w.Guarded) })
 }
 
 // GuardFields are the storage fields whose addresses the verdict needs:

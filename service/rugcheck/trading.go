@@ -61,11 +61,21 @@ type GateWriter struct {
 
 // gateWriters are the writers of e's gates.
 func gateWriters(e bytecode.Effects) []GateWriter {
+	targets := make([]bytecode.Target, len(e.Gates))
+	for i, g := range e.Gates {
+		targets[i] = g.Target
+	}
+	return writersOf(e, targets, func(bytecode.Write) bool { return true })
+}
+
+// writersOf are the functions of e with a write to one of targets that
+// keep keeps, one per function and target written.
+func writersOf(e bytecode.Effects, targets []bytecode.Target, keep func(bytecode.Write) bool) []GateWriter {
 	var out []GateWriter
-	for _, g := range e.Gates {
+	for _, t := range targets {
 		for _, f := range e.Functions {
 			for _, w := range f.Writes {
-				if !w.Target.Covers(g.Target) || slices.ContainsFunc(out, func(o GateWriter) bool {
+				if !w.Target.Covers(t) || !keep(w) || slices.ContainsFunc(out, func(o GateWriter) bool {
 					return o.Target == w.Target && o.Selector == f.Selector && o.Fallback == f.Fallback
 				}) {
 					continue
