@@ -860,9 +860,7 @@ func returnedField(x *explorer) (slot [32]byte, offset uint, found bool) {
 // readTransfer collects the gates, fees and hooks of transfer or
 // transferFrom.
 func (e *Effects) readTransfer(sel Selector, x *explorer) {
-	balances := func(t Target) bool {
-		return t.Kind == TargetMapping && (t.Nested || slices.Contains(e.Layout.Balances, t.Slot))
-	}
+	balances := e.balanceOrAllowance
 	for _, end := range x.ends {
 		if end.ok {
 			e.readCredits(end, balances)
@@ -873,17 +871,10 @@ func (e *Effects) readTransfer(sel Selector, x *explorer) {
 			continue
 		}
 		for _, g := range gatesOf(end.conds, sel, balances) {
-			if !slices.Contains(e.Gates, g.Gate) {
-				e.Gates = append(e.Gates, g.Gate)
-			}
-			if !slices.ContainsFunc(e.gateConds[g.Gate], func(c cond) bool { return c.base.hash == g.cond.base.hash && c.truth == g.cond.truth }) {
-				e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
-			}
+			e.addGate(g)
 		}
 	}
-	slices.SortFunc(e.Gates, func(a, b Gate) int {
-		return cmp.Or(bytes.Compare(a.Target.Slot[:], b.Target.Slot[:]), cmp.Compare(a.Kind, b.Kind), bytes.Compare(a.Selector[:], b.Selector[:]))
-	})
+	e.sortGates()
 }
 
 // maxWholeEnds bounds the transfer functions whose paths are followed
@@ -902,9 +893,7 @@ const maxWholeEnds = 2_000
 // w followed transfer or transferFrom keeping every condition of every
 // path.
 func (e *Effects) readAlternatives(sel Selector, w *explorer) {
-	balances := func(t Target) bool {
-		return t.Kind == TargetMapping && (t.Nested || slices.Contains(e.Layout.Balances, t.Slot))
-	}
+	balances := e.balanceOrAllowance
 	type turn struct {
 		prefix, base uint64
 		truth        bool
@@ -956,15 +945,30 @@ func (e *Effects) readAlternatives(sel Selector, w *explorer) {
 				break
 			}
 			for _, g := range gatesOf([]cond{c}, sel, balances) {
-				if !slices.Contains(e.Gates, g.Gate) {
-					e.Gates = append(e.Gates, g.Gate)
-				}
-				if !slices.ContainsFunc(e.gateConds[g.Gate], func(k cond) bool { return k.base.hash == g.cond.base.hash && k.truth == g.cond.truth }) {
-					e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
-				}
+				e.addGate(g)
 			}
 		}
 	}
+	e.sortGates()
+}
+
+// balanceOrAllowance: t is an entry of a balance mapping or of a mapping
+// of mappings (allowances): storage a transfer moves, not a gate.
+func (e *Effects) balanceOrAllowance(t Target) bool {
+	return t.Kind == TargetMapping && (t.Nested || slices.Contains(e.Layout.Balances, t.Slot))
+}
+
+// addGate records a gate and the condition that decided it.
+func (e *Effects) addGate(g gateCond) {
+	if !slices.Contains(e.Gates, g.Gate) {
+		e.Gates = append(e.Gates, g.Gate)
+	}
+	if !slices.ContainsFunc(e.gateConds[g.Gate], func(c cond) bool { return c.base.hash == g.cond.base.hash && c.truth == g.cond.truth }) {
+		e.gateConds[g.Gate] = append(e.gateConds[g.Gate], g.cond)
+	}
+}
+
+func (e *Effects) sortGates() {
 	slices.SortFunc(e.Gates, func(a, b Gate) int {
 		return cmp.Or(bytes.Compare(a.Target.Slot[:], b.Target.Slot[:]), cmp.Compare(a.Kind, b.Kind), bytes.Compare(a.Selector[:], b.Selector[:]))
 	})
