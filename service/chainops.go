@@ -190,18 +190,16 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 		facts.OwnerEvidence = k.OwnerSource + " = " + k.Owner.Hex()
 	}
 	var collapse *whales.Collapse
-	var pool *trading.Pool
 	var snap *whales.Snapshot
+	var pools []whales.Pool // the token's followed pools, oldest first
 	if a.whales != nil {
 		if snap = a.whales.Snapshot(); snap != nil {
 			if c, ok := snap.Collapses[k.Address]; ok {
 				collapse = &c
 				facts.Collapse = &rugcheck.Collapse{Pool: c.Pool, Venue: string(c.Venue), Kind: c.Kind, Block: c.Block}
 			}
-			if ps := snap.Pools[k.Address]; len(ps) > 0 {
-				pool = &trading.Pool{ID: ps[0].ID, Venue: string(ps[0].Venue), Holder: ps[0].Holder}
-			}
-			for _, p := range snap.Pools[k.Address] {
+			pools = snap.Pools[k.Address]
+			for _, p := range pools {
 				facts.Pools = append(facts.Pools, p.Holder)
 			}
 		}
@@ -214,56 +212,14 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	for i, f := range fields {
 		also[i] = f.Slot
 	}
-	// What a buyer faces, who holds the supply, who deployed it and how
-	// its liquidity is held are read side by side: each is a few
-	// batches, none needs another's.
-	var pools []whales.Pool
-	if snap != nil {
-		pools = snap.Pools[k.Address]
+	got, err := a.readBeside(ctx, k, effects.effects, snap, pools, also)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		wg     sync.WaitGroup
-		state  trading.State
-		held   holders.Holders
-		record deployer.Record
-		liq    []liquidity.PoolLiquidity
-		errs   [4]error
-	)
-	// Their requests travel together: one batch a turn for all four.
-	rs := a.chain.Together(4)
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		defer rs[0].Done()
-		state, errs[0] = trading.Read(ctx, rs[0], effects.effects, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime,
-			Supply: k.TotalSupply, Pool: pool, Also: also})
-	}()
-	go func() {
-		defer wg.Done()
-		defer rs[1].Done()
-		held, errs[1] = holders.Read(ctx, rs[1], holderInput(k, pools))
-	}()
-	go func() {
-		defer wg.Done()
-		defer rs[2].Done()
-		record, errs[2] = deployer.Read(ctx, rs[2], deployer.Input{Token: k.Address, Block: k.Head, Pools: pools, Snapshot: snap}, deployer.DefaultConfig())
-	}()
-	go func() {
-		defer wg.Done()
-		defer rs[3].Done()
-		liq, errs[3] = liquidity.Read(ctx, rs[3], liquidityInput(k, pools))
-	}()
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	facts.Holders, facts.Deployer, facts.Liquidity = &held, &record, liq
-	facts.Trading = &state
+	facts.Trading, facts.Holders, facts.Deployer, facts.Liquidity = &got.trading, &got.holders, &got.deployer, got.liquidity
 	fx.Source, fx.Slots = source, map[rugcheck.SlotField][20]byte{}
 	for _, f := range fields {
-		w := state.Slots[f.Slot]
+		w := got.trading.Slots[f.Slot]
 		fx.Slots[f] = fieldAddress(w.Bytes32(), f.Offset)
 	}
 	facts.Effects = &fx
@@ -312,10 +268,10 @@ func (a *Analytics) GetRugCheck(ctx context.Context, req *tollgatev1.GetRugCheck
 	case unresolved:
 		checks.Proxy = &tollgatev1.ProxyInfo{Kind: tollgatev1.ProxyKind_PROXY_KIND_UNRESOLVED, UpgraderSource: "unknown"}
 	}
-	checks.Trading = tradingState(state)
-	checks.Holders = holderShares(held)
-	checks.Deployer = deployerRecord(record)
-	checks.Liquidity = poolLiquidity(liq)
+	checks.Trading = tradingState(got.trading)
+	checks.Holders = holderShares(got.holders)
+	checks.Deployer = deployerRecord(got.deployer)
+	checks.Liquidity = poolLiquidity(got.liquidity)
 	if collapse != nil {
 		checks.PoolCollapse = &tollgatev1.PoolCollapse{Pool: collapse.Pool, Venue: string(collapse.Venue), Kind: collapse.Kind, Block: uint32(collapse.Block)}
 	}
@@ -698,6 +654,61 @@ func tradingState(s trading.State) *tollgatev1.TradingState {
 		out.Probes = append(out.Probes, &tollgatev1.TradeProbe{Call: p.Call, How: p.How(s), Status: status, Reason: p.Reason()})
 	}
 	return out
+}
+
+// beside is what the rug check reads after Inspect, side by side.
+type beside struct {
+	trading   trading.State
+	holders   holders.Holders
+	deployer  deployer.Record
+	liquidity []liquidity.PoolLiquidity
+}
+
+// readBeside reads what a buyer of k faces (e is its code's effects; also
+// are slots the caller needs read too), who holds its supply, who
+// deployed it and how its pools' liquidity is held. None needs another's
+// answer, so the four run side by side, and their requests travel
+// together: one batch a turn for all four (chain.Client.Together).
+func (a *Analytics) readBeside(ctx context.Context, k *chain.Contract, e bytecode.Effects, snap *whales.Snapshot, pools []whales.Pool,
+	also []common.Hash) (beside, error) {
+	var pool *trading.Pool
+	if len(pools) > 0 {
+		pool = &trading.Pool{ID: pools[0].ID, Venue: string(pools[0].Venue), Holder: pools[0].Holder}
+	}
+	var (
+		out  beside
+		wg   sync.WaitGroup
+		errs [4]error
+	)
+	rs := a.chain.Together(len(errs))
+	reads := []func(c *chain.Client) error{
+		func(c *chain.Client) (err error) {
+			out.trading, err = trading.Read(ctx, c, e, trading.Token{Address: k.Address, Block: k.Head, Time: k.HeadTime, Supply: k.TotalSupply, Pool: pool, Also: also})
+			return err
+		},
+		func(c *chain.Client) (err error) {
+			out.holders, err = holders.Read(ctx, c, holderInput(k, pools))
+			return err
+		},
+		func(c *chain.Client) (err error) {
+			out.deployer, err = deployer.Read(ctx, c, deployer.Input{Token: k.Address, Block: k.Head, Pools: pools, Snapshot: snap}, deployer.DefaultConfig())
+			return err
+		},
+		func(c *chain.Client) (err error) {
+			out.liquidity, err = liquidity.Read(ctx, c, liquidityInput(k, pools))
+			return err
+		},
+	}
+	for i, read := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer rs[i].Done()
+			errs[i] = read(rs[i])
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs[:]...)
 }
 
 // holderMargin is how far before its first pool's creation a token's
