@@ -46,15 +46,17 @@ func TestBatchMetrics(t *testing.T) {
 	}
 }
 
-// TestBatchWatchMetrics: the foreign-claims counter is exposed at 0 from
-// the start; the escrow watcher's series appear when it starts, its last
-// success at the start time, and follow its passes.
+// TestBatchWatchMetrics: the stopped-channels counter is exposed at 0
+// for each evidence once batch-settlement starts; the escrow watcher's
+// series appear when it starts, its last success at the start time, and
+// follow its passes.
 func TestBatchWatchMetrics(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics(Build{}, nil)
+	m.BatchStopEvidences("voucher_ahead", "opened_elsewhere", "claimed_elsewhere")
 	fams := scrape(t, m)
-	if _, ok := fams["tollgate_batch_foreign_claims_total"]; !ok {
-		t.Error("tollgate_batch_foreign_claims_total is not exposed on a fresh server")
+	if n := len(fams["tollgate_batch_channels_stopped_total"].GetMetric()); n != 3 {
+		t.Errorf("tollgate_batch_channels_stopped_total has %d series at the start, want 3 at zero", n)
 	}
 	for _, name := range []string{"tollgate_batch_escrow_watch_last_success_timestamp_seconds", "tollgate_batch_escrow_watch_errors_total"} {
 		if _, ok := fams[name]; ok {
@@ -73,7 +75,7 @@ func TestBatchWatchMetrics(t *testing.T) {
 	}
 	m.EscrowWatched(errors.New("429 Too Many Requests"))
 	m.EscrowWatched(errors.New("429 Too Many Requests"))
-	m.BatchForeignClaim()
+	m.BatchChannelStopped("claimed_elsewhere")
 	fams = scrape(t, m)
 	for _, tt := range []struct {
 		name string
@@ -81,9 +83,13 @@ func TestBatchWatchMetrics(t *testing.T) {
 	}{
 		{"tollgate_batch_escrow_watch_errors_total", 2},
 		{"tollgate_batch_escrow_watch_last_success_timestamp_seconds", started},
-		{"tollgate_batch_foreign_claims_total", 1},
+		{"tollgate_batch_channels_stopped_total", 1},
 	} {
-		if got := counter(fams, tt.name, nil); got != tt.want {
+		labels := map[string]string(nil)
+		if tt.name == "tollgate_batch_channels_stopped_total" {
+			labels = map[string]string{"evidence": "claimed_elsewhere"}
+		}
+		if got := counter(fams, tt.name, labels); got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
 		}
 	}

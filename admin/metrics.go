@@ -58,7 +58,7 @@ type Metrics struct {
 
 	batchTxs     *prometheus.CounterVec
 	batchUSD     *prometheus.CounterVec
-	batchForeign prometheus.Counter
+	batchStopped *prometheus.CounterVec
 
 	// The escrow watcher's series, registered when it starts (only then
 	// is batch-settlement on, and an alert on their age meaningful).
@@ -124,13 +124,13 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 
 	m.batchTxs = f.counters("tollgate_batch_transactions_total", "Batch-settlement claims and settles asked of the facilitator by this process, by kind (claim or settle) and result (ok, refused, error, noop).", "kind", "result")
 	m.batchUSD = f.counters("tollgate_batch_usd_total", "USD claimed (kind=claim) and swept to the receiver (kind=settle) by this process's batch-settlement transactions.", "kind")
-	m.batchForeign = prometheus.NewCounter(prometheus.CounterOpts{Name: "tollgate_batch_foreign_claims_total",
-		Help: "Batch-settlement channels this process found claimed on chain beyond what the store charged (another server claims with this receiver authorizer, or the store lost records); each is no longer served."})
+	m.batchStopped = f.counters("tollgate_batch_channels_stopped_total", "Batch-settlement channels this process stopped serving, by the evidence that another server charged them: "+
+		"voucher_ahead (a voucher above this store's books), opened_elsewhere (a payment for a funded channel this store did not open), "+
+		"claimed_elsewhere (a claimed total on chain above what this store claimed).", "evidence")
 	m.watchLast = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_batch_escrow_watch_last_success_timestamp_seconds",
 		Help: "Unix time of the escrow watcher's last pass that read the escrow's events up to the chain head (its start time until then); present while batch-settlement is on."})
 	m.watchErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "tollgate_batch_escrow_watch_errors_total",
 		Help: "Passes of the escrow watcher that failed to read the escrow's events (chain RPC); present while batch-settlement is on."})
-	reg.MustRegister(m.batchForeign)
 
 	m.ready = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_ready", Help: "1 when the readiness probe last passed, else 0."})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "tollgate_build_info", Help: "The running binary: always 1.",
@@ -253,10 +253,21 @@ func (m *Metrics) BatchTransaction(kind, result string, usd float64) {
 	}
 }
 
-// BatchForeignClaim counts a batch-settlement channel found claimed on
-// chain beyond what the store charged (Metrics implements
-// batch.ClaimObserver and batch.WatchObserver).
-func (m *Metrics) BatchForeignClaim() { m.batchForeign.Inc() }
+// BatchChannelStopped counts a batch-settlement channel stopped on
+// evidence (Metrics implements batch.StopObserver, for the scheme's
+// server, its claimer and its watcher).
+func (m *Metrics) BatchChannelStopped(evidence string) {
+	m.batchStopped.WithLabelValues(evidence).Inc()
+}
+
+// BatchStopEvidences exposes the stopped-channels series of each
+// evidence at zero, from the start of a service that offers
+// batch-settlement.
+func (m *Metrics) BatchStopEvidences(evidences ...string) {
+	for _, e := range evidences {
+		m.batchStopped.WithLabelValues(e)
+	}
+}
 
 // EscrowWatchStarted adds the escrow watcher's series, its last success
 // set to now: an alert on its age then gives a fresh watcher as long to

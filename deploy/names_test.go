@@ -40,7 +40,8 @@ func exposition(t *testing.T) map[string][]string {
 	admin.NewReadiness(m, time.Second).Probe(context.Background())
 	m.WatchBatch(func(context.Context) (int, float64, time.Duration, error) { return 1, 0.25, time.Minute, nil })
 	m.BatchTransaction("claim", "ok", 0.25)
-	m.BatchForeignClaim()
+	m.BatchStopEvidences("voucher_ahead", "opened_elsewhere", "claimed_elsewhere")
+	m.BatchChannelStopped("voucher_ahead")
 	m.EscrowWatchStarted() // the escrow watcher's series exist once it runs
 	m.EscrowWatched(nil)
 	m.EscrowWatched(errors.New("down"))

@@ -26,7 +26,8 @@ const channelLockClass = 0x7831 // "x1"
 const selectChannel = `SELECT id, config, charged, signed_max, signature, balance, total_claimed, withdraw_requested_at,
 	refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since,
 	refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
-	answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at, version, updated_at FROM channels`
+	answer_resource, answer_type, answer_body, answer_settlement, answer_at, stopped_at, version, updated_at,
+	stop_evidence, stop_detail, own_claimed, opened FROM channels`
 
 // selectChannelByID reads one channel; one of the hot statements
 // (prepared.go).
@@ -216,8 +217,10 @@ func (s *DB) applyChannel(ctx context.Context, tx *sql.Tx, id common.Hash, fn fu
 const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, signature, balance, total_claimed,
 			withdraw_requested_at, refund_nonce, synced_at, last_request, pending_id, pending_max, pending_expires, unclaimed_since, updated_at,
 			refund_pending_nonce, refund_pending_amount, refund_pending_at, refund_pending_orders, last_refund_at,
-			answer_resource, answer_type, answer_body, answer_settlement, answer_at, foreign_claim_at, version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
+			answer_resource, answer_type, answer_body, answer_settlement, answer_at, stopped_at, version,
+			stop_evidence, stop_detail, own_claimed, opened)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28,
+			$29, $30, $31, $32)
 		ON CONFLICT (id) DO UPDATE SET config = excluded.config, charged = excluded.charged, signed_max = excluded.signed_max,
 			signature = excluded.signature, balance = excluded.balance, total_claimed = excluded.total_claimed,
 			withdraw_requested_at = excluded.withdraw_requested_at, refund_nonce = excluded.refund_nonce,
@@ -228,18 +231,20 @@ const upsertChannel = `INSERT INTO channels (id, config, charged, signed_max, si
 			refund_pending_orders = excluded.refund_pending_orders,
 			last_refund_at = excluded.last_refund_at, answer_resource = excluded.answer_resource, answer_type = excluded.answer_type,
 			answer_body = excluded.answer_body, answer_settlement = excluded.answer_settlement, answer_at = excluded.answer_at,
-			foreign_claim_at = excluded.foreign_claim_at, version = excluded.version`
+			stopped_at = excluded.stopped_at, version = excluded.version, stop_evidence = excluded.stop_evidence,
+			stop_detail = excluded.stop_detail, own_claimed = excluded.own_claimed, opened = excluded.opened`
 
 // casChannel writes a whole channel that is still as it was read: the
-// same version and write time ($29, $30; the time also tells a write by
+// same version and write time ($33, $34; the time also tells a write by
 // a replica older than the version column). A hot statement
 // (prepared.go).
 const casChannel = `UPDATE channels SET config = $2, charged = $3, signed_max = $4, signature = $5, balance = $6, total_claimed = $7,
 			withdraw_requested_at = $8, refund_nonce = $9, synced_at = $10, last_request = $11, pending_id = $12, pending_max = $13,
 			pending_expires = $14, unclaimed_since = $15, updated_at = $16, refund_pending_nonce = $17, refund_pending_amount = $18,
 			refund_pending_at = $19, refund_pending_orders = $20, last_refund_at = $21, answer_resource = $22, answer_type = $23,
-			answer_body = $24, answer_settlement = $25, answer_at = $26, foreign_claim_at = $27, version = $28
-		WHERE id = $1 AND version = $29 AND updated_at = $30`
+			answer_body = $24, answer_settlement = $25, answer_at = $26, stopped_at = $27, version = $28, stop_evidence = $29,
+			stop_detail = $30, own_claimed = $31, opened = $32
+		WHERE id = $1 AND version = $33 AND updated_at = $34`
 
 func (s *DB) saveChannel(ctx context.Context, tx *sql.Tx, c batch.Channel) error {
 	args, err := channelArgs(c)
@@ -272,11 +277,16 @@ func channelArgs(c batch.Channel) ([]any, error) {
 	if c.Answer != nil {
 		a = *c.Answer
 	}
+	opened := int64(0)
+	if c.Opened {
+		opened = 1
+	}
 	return []any{channelKey(c.ID), string(config), decimal(c.Charged), decimal(c.SignedMax), c.Signature, decimal(c.Balance),
 		decimal(c.TotalClaimed), int64(c.WithdrawRequestedAt), decimal(c.RefundNonce), stamp(c.SyncedAt), stamp(c.LastRequest),
 		pendingID, pendingMax, pendingExpires, stamp(c.UnclaimedSince), time.Now().UTC().Format(timeFormat),
 		refundNonce, refundAmount, refundAt, refundOrders, stamp(c.LastRefundAt),
-		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.ForeignClaimAt), newVersion()}, nil
+		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), stamp(c.StoppedAt), newVersion(),
+		c.StopEvidence, c.StopDetail, decimal(c.OwnClaimed), opened}, nil
 }
 
 // newVersion draws a row version: random, so that a row deleted and
@@ -303,16 +313,16 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 		c                                                             batch.Channel
 		id, config, charged, signedMax, balance, claimed, refundNonce string
 		synced, last, pendingID, pendingMax, pendingExpires, since    string
-		rpNonce, rpAmount, rpAt, lastRefund, foreign                  string
-		rpOrders                                                      int64
+		rpNonce, rpAmount, rpAt, lastRefund, stopped, ownClaimed      string
+		rpOrders, opened                                              int64
 		a                                                             batch.Answer
 		answerAt, updated                                             string
 		withdraw, v                                                   int64
 	)
 	if err := row.Scan(&id, &config, &charged, &signedMax, &c.Signature, &balance, &claimed, &withdraw, &refundNonce,
 		&synced, &last, &pendingID, &pendingMax, &pendingExpires, &since,
-		&rpNonce, &rpAmount, &rpAt, &rpOrders, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &foreign,
-		&v, &updated); err != nil {
+		&rpNonce, &rpAmount, &rpAt, &rpOrders, &lastRefund, &a.Resource, &a.ContentType, &a.Body, &a.Settlement, &answerAt, &stopped,
+		&v, &updated, &c.StopEvidence, &c.StopDetail, &ownClaimed, &opened); err != nil {
 		return batch.Channel{}, err
 	}
 	c.Version = version(v, updated)
@@ -324,12 +334,14 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 	for _, f := range []struct {
 		dst **big.Int
 		src string
-	}{{&c.Charged, charged}, {&c.SignedMax, signedMax}, {&c.Balance, balance}, {&c.TotalClaimed, claimed}, {&c.RefundNonce, refundNonce}} {
+	}{{&c.Charged, charged}, {&c.SignedMax, signedMax}, {&c.Balance, balance}, {&c.TotalClaimed, claimed}, {&c.RefundNonce, refundNonce},
+		{&c.OwnClaimed, ownClaimed}} {
 		if *f.dst, err = parseDecimal(f.src); err != nil {
 			return batch.Channel{}, fmt.Errorf("channel %s: %w", id, err)
 		}
 	}
 	c.WithdrawRequestedAt = uint64(withdraw)
+	c.Opened = opened != 0
 	if c.SyncedAt, err = parseStamp(synced); err != nil {
 		return batch.Channel{}, err
 	}
@@ -342,7 +354,7 @@ func scanChannel(row interface{ Scan(...any) error }) (batch.Channel, error) {
 	for _, f := range []struct {
 		dst *time.Time
 		src string
-	}{{&c.LastRefundAt, lastRefund}, {&c.ForeignClaimAt, foreign}, {&a.At, answerAt}} {
+	}{{&c.LastRefundAt, lastRefund}, {&c.StoppedAt, stopped}, {&a.At, answerAt}} {
 		if *f.dst, err = parseStamp(f.src); err != nil {
 			return batch.Channel{}, err
 		}

@@ -36,7 +36,9 @@ import (
 // refunds, timed withdrawals, third-party deposits, claims and crashes,
 // driven through payment.Gate and batch.Server over a real store (one
 // server on SQLite; two replicas, each with its own store.DB handle, on
-// one PostgreSQL database), against a Go model of the escrow
+// one PostgreSQL database; and two servers with books of their own, on
+// two SQLite files or two PostgreSQL databases: issue 32), against a Go
+// model of the escrow
 // (docs/batch-settlement.md §1.3) that plays the facilitator. At the end
 // of each run every channel's stored voucher is claimed, and for every
 // channel:
@@ -44,8 +46,9 @@ import (
 //   - no claim of a stored voucher was ever refused with
 //     ClaimExceedsBalance, ClaimExceedsCeiling or InvalidSignature;
 //   - what the escrow paid out to payTo (its totalClaimed) equals the
-//     channel's charged total, the prices of the answers served, and the
-//     prices of the answers the payer got.
+//     channel's charged total (summed over the stores), the prices of the
+//     answers served, and the prices of the answers the payer got;
+//   - with separate books, no store serves a channel another opened.
 //
 // A seed fixes every actor's choices and the channels' keys, not how
 // the goroutines interleave: a failing run names its seed, and its trace
@@ -72,20 +75,24 @@ var (
 func TestBatchChannelProperty(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
+		name     string
 		engine   string
 		replicas int
+		separate bool // each replica with a store of its own
 		runs     uint64
 	}{
-		{"sqlite", 1, 20},
-		{"postgres", 2, 10},
+		{"sqlite", "sqlite", 1, false, 20},
+		{"postgres", "postgres", 2, false, 10},
+		{"sqlite-separate", "sqlite", 2, true, 10},
+		{"postgres-separate", "postgres", 2, true, 6},
 	} {
 		e := propEngine(t, tc.engine)
-		t.Run(tc.engine, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for seed := uint64(1); seed <= tc.runs; seed++ {
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 					t.Parallel()
-					newPropRun(t, e, tc.replicas, seed).run()
+					newPropRun(t, e, tc.replicas, tc.separate, seed).run()
 				})
 			}
 		})
@@ -372,16 +379,17 @@ func (m *propEscrow) Deposit(_ context.Context, p *batch.Payment, _ payment.Requ
 		return batch.Outcome{Reason: reason}, nil
 	}
 	ch, id := m.channel(p.Config)
+	opened := ch.balance.Sign() == 0 && ch.claimed.Sign() == 0
 	ch.balance.Add(ch.balance, p.Deposit.Amount)
 	ch.deposited.Add(ch.deposited, p.Deposit.Amount)
 	m.used[batch.DepositNonce(id, p.Deposit.Salt)] = true
 	after, tx := m.stateLocked(id), m.tx()
 	m.mu.Unlock()
-	m.tr.add("chain", "deposit ch=%s +%s -> balance %s", propShort(id), p.Deposit.Amount, after.Balance)
+	m.tr.add("chain", "deposit ch=%s +%s -> balance %s (opened %v)", propShort(id), p.Deposit.Amount, after.Balance, opened)
 	if m.fault(0.03) {
 		return batch.Outcome{}, errors.New("model: deposit: sent, no receipt")
 	}
-	return batch.Outcome{Success: true, Tx: tx, Amount: new(big.Int).Set(p.Deposit.Amount), State: &after}, nil
+	return batch.Outcome{Success: true, Tx: tx, Amount: new(big.Int).Set(p.Deposit.Amount), State: &after, Opened: opened}, nil
 }
 
 // stageClaims checks claimWithSignature(rows, sig) against the state
@@ -680,6 +688,9 @@ func (m *propEscrow) depositFor(cfg batch.Config, amount *big.Int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ch, id := m.channel(cfg)
+	if ch.balance.Sign() == 0 {
+		return // tops up channels the payer opened (a stranger's first deposit is TestServeRefusals')
+	}
 	ch.balance.Add(ch.balance, amount)
 	ch.deposited.Add(ch.deposited, amount)
 	m.tr.add("chain", "third-party deposit ch=%s +%s -> balance %s", propShort(id), amount, ch.balance)
@@ -1050,12 +1061,14 @@ type propRun struct {
 	replicas   []*propReplica
 	payers     []*propPayer
 	http       *http.Client
-	watcher    *batch.Watcher
 	watchMu    sync.Mutex
 	serviceRng *propRand
 	stop       chan struct{}
 
 	mu       sync.Mutex
+	separate bool                           // each replica keeps books of its own
+	stores   []*store.DB                    // the distinct stores: one, or one per replica
+	watchers []*batch.Watcher               // one per store
 	serve    map[string]map[string]bool     // channel -> cumulative amounts of the paid answers served
 	received map[string]map[string]bool     // channel -> cumulative amounts of the paid answers the payer got
 	attempts map[string]map[string][]string // channel -> cumulative -> what each payment signing it got
@@ -1075,12 +1088,12 @@ func propKey(t *testing.T, seed uint64, who string, n int) *ecdsa.PrivateKey {
 	return k
 }
 
-func newPropRun(t *testing.T, e engine, replicas int, seed uint64) *propRun {
+func newPropRun(t *testing.T, e engine, replicas int, separate bool, seed uint64) *propRun {
 	t.Helper()
 	r := &propRun{t: t, seed: seed, clock: new(propClock), escrow: batch.Escrow{ChainID: big.NewInt(propChainID), Address: batch.EscrowAddress},
 		authorizer: propKey(t, seed, "authorizer", 0), serviceRng: newPropRand(seed, 100), stop: make(chan struct{}),
 		serve: map[string]map[string]bool{}, received: map[string]map[string]bool{},
-		attempts: map[string]map[string][]string{}}
+		attempts: map[string]map[string][]string{}, separate: separate}
 	r.clock.ns.Store(propStart * int64(time.Second))
 	r.tr = &propTrace{clock: r.clock}
 	r.chain = newPropEscrow(r.escrow, r.clock, newPropRand(seed, 101), r.tr)
@@ -1095,11 +1108,17 @@ func newPropRun(t *testing.T, e engine, replicas int, seed uint64) *propRun {
 	ctx := context.Background()
 	place := e.place(t)
 	for i := range replicas {
+		if separate && i > 0 {
+			place = e.place(t)
+		}
 		db, err := e.open(ctx, place)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
+		if separate || i == 0 {
+			r.stores = append(r.stores, db)
+		}
 		rep := &propReplica{run: r, name: string(rune('a' + i)), db: db}
 		p, err := rep.start(0)
 		if err != nil {
@@ -1110,11 +1129,12 @@ func newPropRun(t *testing.T, e engine, replicas int, seed uint64) *propRun {
 		t.Cleanup(rep.srv.Close)
 		r.replicas = append(r.replicas, rep)
 	}
-	var err error
-	r.watcher, err = batch.NewWatcher(batch.WatcherConfig{Escrow: r.escrow.Address, Poll: time.Second, Now: r.clock.Now},
-		r.chain, r.replicas[0].db, r.tr.logger())
-	if err != nil {
-		t.Fatal(err)
+	for _, db := range r.stores {
+		w, err := batch.NewWatcher(batch.WatcherConfig{Escrow: r.escrow.Address, Poll: time.Second, Now: r.clock.Now}, r.chain, db, r.tr.logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.watchers = append(r.watchers, w)
 	}
 	for i := range 2 {
 		p := &propPayer{idx: i}
@@ -1234,6 +1254,7 @@ func (r *propRun) client(p *propPayer, rng *propRand, calls int, deadline time.T
 	ch := p.current()
 	sess := &batch.Session{Payer: ch.payer}
 	var lost string // a payment whose answer was lost, sent again until answered
+	var lostVia *propReplica
 	for call := 0; call < calls || lost != ""; call++ {
 		if call > calls+400 {
 			r.problem("%s: a payment whose answer was lost is still not answered after 400 resends", who)
@@ -1272,6 +1293,9 @@ func (r *propRun) client(p *propPayer, rng *propRand, calls int, deadline time.T
 		a, err := r.send(ctx, rep, header)
 		cancel()
 		if err != nil {
+			if header != lost {
+				lostVia = rep
+			}
 			lost = header
 			r.tr.add(who, "%s via %s: answer lost (%v)", sent, rep.name, errors.Unwrap(err))
 			r.attempt(header, fmt.Sprintf("%s via %s: lost", sent, rep.name))
@@ -1283,8 +1307,16 @@ func (r *propRun) client(p *propPayer, rng *propRand, calls int, deadline time.T
 		// answered or refused: a 5xx to the resend says nothing of the
 		// first (it may still be served on another replica), and the
 		// resend gets its answer once it is recorded.
-		if a.status == http.StatusOK || a.status == http.StatusPaymentRequired && a.reason() != batch.ReasonChannelBusy {
+		// With books of their own, only the server the payment first
+		// reached knows what became of it: another's refusal (it did not
+		// open the channel, or the deposit's authorization is used by the
+		// first sending) says nothing of the first.
+		elsewhere := r.separate && header == lost && rep != lostVia
+		if a.status == http.StatusOK || a.status == http.StatusPaymentRequired && a.reason() != batch.ReasonChannelBusy && !elsewhere {
 			lost = ""
+		}
+		if elsewhere && a.status != http.StatusOK {
+			continue
 		}
 		switch {
 		case a.status == http.StatusOK:
@@ -1310,7 +1342,10 @@ func (r *propRun) client(p *propPayer, rng *propRand, calls int, deadline time.T
 				r.tr.add(who, "cannot recover from the 402; starts over")
 				sess.Charged, sess.Balance = nil, nil
 			}
-		case a.reason() == batch.ReasonWithdrawalPending || a.reason() == batch.ReasonChannelClaimedElsewhere:
+		case a.reason() == batch.ReasonChannelOpenedElsewhere && propZero(sess.Charged).Sign() > 0:
+			// Another server opened it and serves it: nothing charged here.
+		case a.reason() == batch.ReasonWithdrawalPending || a.reason() == batch.ReasonChannelClaimedElsewhere ||
+			a.reason() == batch.ReasonChannelChargedElsewhere || a.reason() == batch.ReasonChannelOpenedElsewhere:
 			p.mu.Lock()
 			p.chans = append(p.chans, r.newChannel(p))
 			p.mu.Unlock()
@@ -1467,18 +1502,39 @@ func (r *propRun) finalize(who string, id common.Hash, cfg batch.Config) {
 	}
 }
 
-// claimChannel claims a channel's stored voucher, without faults.
+// claimChannel claims a channel's stored voucher in every store, without
+// faults.
 func (r *propRun) claimChannel(who string, id common.Hash) {
-	c, found, err := r.replicas[0].db.Channel(context.Background(), id)
-	if err != nil {
-		r.t.Errorf("seed %d: %s: %v", r.seed, who, err)
-		return
+	for _, db := range r.stores {
+		c, found, err := db.Channel(context.Background(), id)
+		if err != nil {
+			r.t.Errorf("seed %d: %s: %v", r.seed, who, err)
+			return
+		}
+		if !found || propZero(c.Charged).Sign() == 0 || c.SignedMax == nil || !r.intend(db, c) {
+			continue
+		}
+		reason := r.chain.claimStored(who, []batch.Claim{{Config: c.Config, MaxClaimable: c.SignedMax, Signature: c.Signature, TotalClaimed: c.Charged}}, r.authorizer)
+		r.tr.add(who, "ch=%s claims its stored charge %s (voucher %s): %q", propShort(id), c.Charged, c.SignedMax, reason)
 	}
-	if !found || propZero(c.Charged).Sign() == 0 || c.SignedMax == nil {
-		return
+}
+
+// intend records in db, as the store's claimer does before it sends a
+// claim, that c's charged total is about to be claimed: a claim made
+// outside the claimer (the operator's, or one whose sender died before
+// recording its effect) is still this store's own.
+func (r *propRun) intend(db *store.DB, c batch.Channel) bool {
+	if _, err := db.UpdateChannel(context.Background(), c.ID, func(ch *batch.Channel, found bool) (batch.Change, error) {
+		if !found || propZero(ch.OwnClaimed).Cmp(c.Charged) >= 0 {
+			return batch.Keep, nil
+		}
+		ch.OwnClaimed = new(big.Int).Set(c.Charged)
+		return batch.Save, nil
+	}); err != nil {
+		r.t.Errorf("seed %d: record a claim: %v", r.seed, err)
+		return false
 	}
-	reason := r.chain.claimStored(who, []batch.Claim{{Config: c.Config, MaxClaimable: c.SignedMax, Signature: c.Signature, TotalClaimed: c.Charged}}, r.authorizer)
-	r.tr.add(who, "ch=%s claims its stored charge %s (voucher %s): %q", propShort(id), c.Charged, c.SignedMax, reason)
+	return true
 }
 
 // depositor is a third party landing deposits for the payers' channels
@@ -1507,7 +1563,8 @@ func (r *propRun) claimer(rng *propRand) {
 					len(rep.Refused), len(rep.Foreign), err)
 			}
 		case n < 9:
-			chans, err := r.replicas[0].db.Channels(ctx)
+			db := r.stores[rng.intn(len(r.stores))]
+			chans, err := db.Channels(ctx)
 			if err != nil {
 				r.t.Errorf("seed %d: claimer: %v", r.seed, err)
 				return
@@ -1516,7 +1573,7 @@ func (r *propRun) claimer(rng *propRand) {
 				continue
 			}
 			c := chans[rng.intn(len(chans))]
-			if c.SignedMax == nil || propZero(c.Charged).Cmp(propZero(c.TotalClaimed)) <= 0 {
+			if c.SignedMax == nil || propZero(c.Charged).Cmp(propZero(c.TotalClaimed)) <= 0 || !r.intend(db, c) {
 				continue
 			}
 			row := batch.Claim{Config: c.Config, MaxClaimable: c.SignedMax, Signature: c.Signature, TotalClaimed: c.Charged}
@@ -1534,16 +1591,24 @@ func (r *propRun) claimer(rng *propRand) {
 	}
 }
 
-// watch runs one pass of the escrow watcher.
+// watch runs one pass of each store's escrow watcher.
 func (r *propRun) watch() {
 	r.watchMu.Lock()
 	defer r.watchMu.Unlock()
-	rep, err := r.watcher.Once(context.Background())
-	if len(rep.Withdrawing)+len(rep.Foreign) > 0 || err != nil {
-		r.tr.add("watcher", "withdrawing %d foreign %d err %v", len(rep.Withdrawing), len(rep.Foreign), err)
-	}
-	for _, id := range rep.Foreign {
-		r.problem("the watcher found ch=%s claimed beyond what the store charged", propShort(id))
+	for i, w := range r.watchers {
+		rep, err := w.Once(context.Background())
+		if len(rep.Withdrawing)+len(rep.Foreign) > 0 || err != nil {
+			r.tr.add("watcher", "withdrawing %d foreign %d err %v", len(rep.Withdrawing), len(rep.Foreign), err)
+		}
+		for _, id := range rep.Foreign {
+			// With separate books, a store that opened a channel, charged
+			// nothing and saw it withdrawn to nothing sees the claims of
+			// the store that opened it again.
+			if c, _, err := r.stores[i].Channel(context.Background(), id); err == nil && r.separate && propZero(c.Charged).Sign() == 0 {
+				continue
+			}
+			r.problem("the watcher found ch=%s claimed beyond what the store claimed", propShort(id))
+		}
 	}
 }
 
@@ -1601,9 +1666,13 @@ func (r *propRun) run() {
 		r.finalize("end", id, cfg)
 	}
 	ctx := context.Background()
-	chans, err := r.replicas[0].db.Channels(ctx)
-	if err != nil {
-		r.t.Fatal(err)
+	var chans []batch.Channel
+	for _, db := range r.stores {
+		some, err := db.Channels(ctx)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		chans = append(chans, some...)
 	}
 	for _, c := range chans {
 		r.claimChannel("final", c.ID)
@@ -1622,9 +1691,19 @@ func (r *propRun) check(chans []batch.Channel, took time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	price := big.NewInt(propPrice)
-	stored := map[common.Hash]batch.Channel{}
+	stored := map[common.Hash]*big.Int{} // what the stores charged, summed
+	openers := map[common.Hash]int{}
 	for _, c := range chans {
-		stored[c.ID] = c
+		if stored[c.ID] == nil {
+			stored[c.ID] = new(big.Int)
+		}
+		stored[c.ID].Add(stored[c.ID], propZero(c.Charged))
+		if c.Opened && propZero(c.Charged).Sign() > 0 {
+			// A channel withdrawn to nothing with nothing claimed is empty
+			// again, and another store may open it: harmless while only
+			// one of them charged it.
+			openers[c.ID]++
+		}
 	}
 	var bad []string
 	var tags []string
@@ -1642,7 +1721,10 @@ func (r *propRun) check(chans []batch.Channel, took time.Duration) {
 	}
 	for id := range ids {
 		key := strings.ToLower(id.Hex())
-		claimed, charged := new(big.Int), propZero(stored[id].Charged)
+		claimed, charged := new(big.Int), propZero(stored[id])
+		if openers[id] > 1 {
+			fail(id, "%d stores opened it and charged it", openers[id])
+		}
 		if ch := m.chans[id]; ch != nil {
 			claimed = ch.claimed
 			if sum := new(big.Int).Add(ch.balance, ch.toPayer); sum.Cmp(ch.deposited) != 0 {
@@ -1687,6 +1769,9 @@ func (r *propRun) check(chans []batch.Channel, took time.Duration) {
 			tags = append(tags, m.refusals[0].ch)
 		}
 		bad = append(bad, fmt.Sprintf("a stored voucher's claim was refused (%d times), first: %s", len(m.refusals), m.refusals[0].what))
+	}
+	if served == 0 {
+		bad = append(bad, "no paid answer was served: the run tests nothing")
 	}
 	bad = append(bad, r.problems...)
 	r.t.Logf("seed %d: %d channels, %d paid answers served, %d got, %s claimed, %s", r.seed, len(ids), served, answered, total,

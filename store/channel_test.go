@@ -43,6 +43,8 @@ func TestChannels(t *testing.T) {
 			Balance: new(big.Int).Lsh(big.NewInt(1), 100), TotalClaimed: big.NewInt(0), RefundNonce: big.NewInt(0),
 			WithdrawRequestedAt: 0, SyncedAt: synced, LastRequest: synced, UnclaimedSince: synced.Add(-time.Second),
 			Pending: &batch.Reservation{ID: "r1", SignedMax: big.NewInt(100_000), ExpiresAt: synced.Add(time.Minute)},
+			Opened:  true, OwnClaimed: big.NewInt(40_000), StoppedAt: synced.Add(time.Hour), StopEvidence: batch.EvidenceVoucherAhead,
+			StopDetail: "a voucher signing 150000 while this server charged 50000",
 		}
 		got, err := s.UpdateChannel(ctx, id, func(c *batch.Channel, found bool) (batch.Change, error) {
 			if found || c.ID != id {

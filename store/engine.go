@@ -36,11 +36,11 @@ type engine struct {
 	// empty: read, add in Go, write (charge.go).
 	addCharge string
 	// saveCharged, when set, saves a channel and books its new charge in
-	// one statement: upsertChannel's 28 arguments, insertBatchCharge's 9,
+	// one statement: upsertChannel's 32 arguments, insertBatchCharge's 9,
 	// then the shard (charge.go).
 	saveCharged string
 	// casCharged, when set, is saveCharged for a channel still as it was
-	// read, in one statement outside any transaction: casChannel's 30
+	// read, in one statement outside any transaction: casChannel's 34
 	// arguments, insertBatchCharge's 9, then the shard; it returns a row
 	// when it wrote the channel, none when the row moved on (nothing
 	// written).
@@ -64,12 +64,12 @@ var (
 	postgres = engine{name: "postgres", forUpdate: " FOR UPDATE", lockChannel: `SELECT pg_advisory_xact_lock($1, $2)`,
 		saveCharged: `WITH channel AS (` + upsertChannel + `),
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
-				VALUES ($29, $30, $31, $32, $33, $34, $35, $36, $37))
-			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($31, $38, 1, $36)` + addToTotals,
+				VALUES ($33, $34, $35, $36, $37, $38, $39, $40, $41))
+			INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($35, $42, 1, $40)` + addToTotals,
 		casCharged: `WITH channel AS (` + casChannel + ` RETURNING id),
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
-				SELECT $31::text, $32::text, $33::text, $34::text, $35::text, $36::text, $37::text, $38::text, $39::text FROM channel),
-			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $33::text, $40::bigint, 1, $38::text FROM channel` + addToTotals + `)
+				SELECT $35::text, $36::text, $37::text, $38::text, $39::text, $40::text, $41::text, $42::text, $43::text FROM channel),
+			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $37::text, $44::bigint, 1, $42::text FROM channel` + addToTotals + `)
 			SELECT 1 FROM channel`,
 		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)` + addToTotals,
 		types:     strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}

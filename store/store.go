@@ -180,6 +180,22 @@ var migrations = [][]string{
 	// the row is as the voucher was judged on (channel.go, tryFrom): the
 	// row's version, a random number each write draws.
 	9: {`ALTER TABLE channels ADD COLUMN version BIGINT NOT NULL DEFAULT 0`},
+	// A channel is served only by the store that opened it, and stops on
+	// evidence that another server charged it (issue 32): when and why it
+	// stopped (a foreign claim, until now the only evidence), the highest
+	// total this store asked the escrow to claim (the rows before it:
+	// every claim on record was theirs), and whether this store opened
+	// it (the rows before it: yes, as they were served).
+	10: {
+		`ALTER TABLE channels RENAME COLUMN foreign_claim_at TO stopped_at`,
+		`ALTER TABLE channels ADD COLUMN stop_evidence TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN stop_detail TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE channels ADD COLUMN own_claimed TEXT NOT NULL DEFAULT '0'`,
+		`ALTER TABLE channels ADD COLUMN opened BIGINT NOT NULL DEFAULT 1`,
+		`UPDATE channels SET own_claimed = total_claimed`,
+		`UPDATE channels SET stop_evidence = 'claimed_elsewhere', stop_detail = 'the escrow showed a claimed total above what this store charged'
+			WHERE stopped_at <> ''`,
+	},
 }
 
 // execer is a *sql.DB or one of its connections.

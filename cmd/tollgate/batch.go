@@ -54,10 +54,13 @@ type batchSide struct {
 }
 
 // batchObserver counts the claimer's transactions, the escrow watcher's
-// passes and foreign claims; *admin.Metrics is one.
+// passes and the channels stopped (by the server, the claimer and the
+// watcher); *admin.Metrics is one.
 type batchObserver interface {
 	batch.ClaimObserver
 	batch.WatchObserver
+	// BatchStopEvidences exposes the stops of each evidence at zero.
+	BatchStopEvidences(evidences ...string)
 }
 
 // newBatchSide builds the scheme over the store and the facilitator of
@@ -67,14 +70,11 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batchObserv
 		return nil, nil
 	}
 	if cfg.DevnetURL != "" && cfg.Database == "" {
-		// Replicas of one devnet each with their own SQLite store would
-		// each keep their own books of a channel paid through several of
-		// them: different charged totals, refunds refused as mismatches,
-		// and one replica's claim taking what another served (issue 20,
-		// item 8). One store must hold a channel's books.
-		logger.Warn("batch-settlement is not offered: servers sharing a chain (--devnet-url) must share a PostgreSQL store (--database) for batch-settlement, " +
-			"as each channel's books must be kept in one place; exact only. --batch-settlement=false silences this")
-		return nil, nil
+		// A server with books of its own serves only the channels it
+		// opened (docs/batch-settlement.md, "Servers with separate
+		// books"): replicas behind one balancer should share a store.
+		logger.Info("batch-settlement books are this server's own (--data-dir): channels opened at another server on this chain are refused here, " +
+			"not served twice; replicas behind one balancer share a PostgreSQL store (--database)")
 	}
 	keyHex, err := batchKey(cfg, pay.mode == "devnet")
 	if err != nil {
@@ -99,9 +99,12 @@ func newBatchSide(cfg *config, pay *payments, db *store.DB, observer batchObserv
 		return nil, fmt.Errorf("--batch-claim-threshold %q: %w", cfg.BatchClaimThreshold, err)
 	}
 	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: key,
-		WithdrawDelay: uint64(cfg.BatchWithdrawDelay / time.Second), MinDeposit: minDeposit, StateTTL: cfg.BatchStateTTL}, db, pay.batch)
+		WithdrawDelay: uint64(cfg.BatchWithdrawDelay / time.Second), MinDeposit: minDeposit, StateTTL: cfg.BatchStateTTL, Observer: observer}, db, pay.batch)
 	if err != nil {
 		return nil, err
+	}
+	if observer != nil {
+		observer.BatchStopEvidences(batch.Evidences()...)
 	}
 	cc := batch.ClaimerConfig{Escrow: escrow, Authorizer: key, Period: cfg.BatchClaimInterval, Threshold: threshold,
 		Poll: min(cfg.BatchClaimInterval, time.Second), Decimals: pay.gateConfig.Decimals, Observer: observer}

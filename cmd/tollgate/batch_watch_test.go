@@ -19,13 +19,18 @@ import (
 	"github.com/tollgate/tollgate/payment/batch"
 )
 
+// stoppedClaimed is the series counting channels stopped on a claim this
+// store did not make.
+const stoppedClaimed = `tollgate_batch_channels_stopped_total{evidence="claimed_elsewhere"}`
+
 // TestBatchForeignClaim (issue 20, item 8): on a devnet with the real
 // escrow, a payer pays two calls on a channel; a stranger holding the
 // receiver authorizer's key (another server with its own store, here the
 // devnet's payTo key) claims three prices on it with a voucher this server
 // never saw. The escrow watcher sees the escrow's Claimed event beyond what
-// the store charged: it counts one foreign claim, and the claimer claims
-// nothing more on the channel. The watcher's health is exposed from the
+// what the store claimed: it stops the channel (counted once, by
+// evidence), the claimer claims nothing more on it, and the next voucher
+// is refused with the evidence. The watcher's health is exposed from the
 // start: its last success is recent and it has no error.
 func TestBatchForeignClaim(t *testing.T) {
 	t.Parallel()
@@ -42,7 +47,7 @@ func TestBatchForeignClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if got := batchSeries(t, s); got["tollgate_batch_foreign_claims_total"] != 0 || got["tollgate_batch_escrow_watch_errors_total"] != 0 ||
+	if got := batchSeries(t, s); got[stoppedClaimed] != 0 || got["tollgate_batch_escrow_watch_errors_total"] != 0 ||
 		time.Since(time.Unix(int64(got["tollgate_batch_escrow_watch_last_success_timestamp_seconds"]), 0)) > time.Minute {
 		t.Fatalf("a fresh server's batch series: %v", got)
 	}
@@ -81,7 +86,7 @@ func TestBatchForeignClaim(t *testing.T) {
 	var got map[string]float64
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		got = batchSeries(t, s)
-		if got["tollgate_batch_foreign_claims_total"] == 1 {
+		if got[stoppedClaimed] == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -94,6 +99,9 @@ func TestBatchForeignClaim(t *testing.T) {
 	}
 	if n := got[`tollgate_batch_transactions_total{kind="claim",result="ok"}`]; n != 0 {
 		t.Errorf("the server's claimer claimed %v times on a channel claimed beyond its charges", n)
+	}
+	if a := c.pay("/regime", entry, resource); a.status != http.StatusPaymentRequired || a.required == nil || a.required.Error != batch.ReasonChannelClaimedElsewhere {
+		t.Errorf("a voucher after the foreign claim: %d %+v, want refused as claimed elsewhere", a.status, a.required)
 	}
 }
 

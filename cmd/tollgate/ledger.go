@@ -397,9 +397,9 @@ func reconcileOnce(ctx context.Context, db *store.DB, rpcURL, payTo string, stdo
 
 // writeChannels prints the batch-settlement channels (what each charged,
 // what is claimed, its deposit, what waits for a claim and since when,
-// and a timed withdrawal), their totals, and the latest claim and settle
-// transactions, newest first. Amounts are dollars, with the atomic
-// units beside them.
+// and a timed withdrawal), their totals, those no longer served and why,
+// and the latest claim and settle transactions, newest first. Amounts are
+// dollars, with the atomic units beside them.
 func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHANNEL\tPAYER\tCHARGED\tCLAIMED\tDEPOSIT\tUNCLAIMED\tWAITING\tWITHDRAW REQUESTED")
@@ -437,6 +437,11 @@ func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now
 		fmt.Fprintf(w, ", the oldest waiting %s", now.Sub(oldest).Round(time.Second))
 	}
 	fmt.Fprintln(w)
+	for _, c := range chans {
+		if !c.StoppedAt.IsZero() {
+			fmt.Fprintf(w, "stopped %s: not served since %s on evidence %s: %s\n", c.ID.Hex(), c.StoppedAt.UTC().Format(time.RFC3339), c.StopEvidence, c.StopDetail)
+		}
+	}
 	if len(txs) == 0 {
 		_, err := fmt.Fprintln(w, "no claim or settle transactions")
 		return err

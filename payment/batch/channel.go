@@ -70,16 +70,64 @@ type Channel struct {
 	// Answer is the last paid answer on the channel, kept for a resend of
 	// its voucher (the answer was lost on the way back).
 	Answer *Answer
-	// ForeignClaimAt is when the escrow was seen to claim on this channel
-	// beyond what this store claimed (another server, or a store that lost
-	// its records): the channel is no longer served. Zero: never.
-	ForeignClaimAt time.Time
+	// Opened reports that this store holds the channel's opening: its
+	// row was made by a deposit this server sent that found the channel
+	// empty (or before the rule, by any first payment). Only an opened
+	// channel is served: what another server opened, it serves
+	// (docs/batch-settlement.md, "Servers with separate books").
+	Opened bool
+	// OwnClaimed is the highest claimed total this store has asked the
+	// escrow for (a claim, or a refund's claim), written before it is
+	// sent: a claimed total above it was claimed by someone else.
+	OwnClaimed *big.Int
+	// StoppedAt is when the channel stopped being served, on evidence
+	// that another server charged it; zero: served. StopEvidence names
+	// the evidence (Evidence*) and StopDetail says what was seen.
+	StoppedAt    time.Time
+	StopEvidence string
+	StopDetail   string
 	// NewCharge, when set by an update, is written to the books in the
 	// same transaction as the channel (Save); it is never read back.
 	NewCharge *Charge
 	// Version is the store's mark of the row this copy was read from
 	// (empty: not read from a store); UpdateChannelFrom compares it.
 	Version string
+}
+
+// The evidence on which a channel stops being served: each is a sign
+// that a server with other books charged it, and serving it here could
+// serve a range of vouchers twice.
+const (
+	// EvidenceVoucherAhead: the payer signed a voucher above this store's
+	// charged total plus the price, for charges this store never made.
+	EvidenceVoucherAhead = "voucher_ahead"
+	// EvidenceOpenedElsewhere: a payment for a channel this store did not
+	// open, which the escrow shows funded or claimed.
+	EvidenceOpenedElsewhere = "opened_elsewhere"
+	// EvidenceClaimedElsewhere: the escrow shows the channel claimed above
+	// what this store claimed.
+	EvidenceClaimedElsewhere = "claimed_elsewhere"
+)
+
+// Evidences are the evidence names, in the order of the constants.
+func Evidences() []string {
+	return []string{EvidenceVoucherAhead, EvidenceOpenedElsewhere, EvidenceClaimedElsewhere}
+}
+
+// StopObserver is told of every channel stopped (once per channel);
+// *admin.Metrics implements it.
+type StopObserver interface {
+	BatchChannelStopped(evidence string)
+}
+
+// stop stops channel c at now on evidence, once; it reports whether it
+// did (false: stopped already).
+func (c *Channel) stop(evidence, detail string, now time.Time) bool {
+	if !c.StoppedAt.IsZero() {
+		return false
+	}
+	c.StoppedAt, c.StopEvidence, c.StopDetail = now, evidence, detail
+	return true
 }
 
 // PendingRefund is the cooperative refunds that may still land at one

@@ -71,9 +71,9 @@ type ClaimObserver interface {
 	// BatchTransaction counts one claim or settle; usd is the amount
 	// claimed or settled, 0 unless result is ResultOK.
 	BatchTransaction(kind, result string, usd float64)
-	// BatchForeignClaim counts a channel found claimed on chain beyond
-	// what this store charged (once per channel).
-	BatchForeignClaim()
+	// StopObserver counts a channel found claimed on chain beyond what
+	// this store claimed (once per channel, EvidenceClaimedElsewhere).
+	StopObserver
 }
 
 // ChannelReader reads a channel's state in the escrow; *Local provides it.
@@ -255,7 +255,7 @@ type ClaimReport struct {
 	// chain: each is left out until charged again or Retry passes.
 	Refused []common.Hash
 	// Foreign is the channels found claimed on chain beyond what the store
-	// charged (Channel.ForeignClaimAt set by this pass).
+	// claimed (stopped by this pass, EvidenceClaimedElsewhere).
 	Foreign []common.Hash
 	// Settled is the settle transactions.
 	Settled []common.Hash
@@ -441,6 +441,9 @@ func (c *Claimer) send(ctx context.Context, rows []row, now time.Time) (Outcome,
 	if err != nil {
 		return Outcome{}, fmt.Errorf("claimer: sign the claim: %w", err)
 	}
+	if err := c.intend(ctx, rows); err != nil {
+		return Outcome{}, err
+	}
 	out, err := c.f.Claim(ctx, claims, sig)
 	if err != nil {
 		c.observe(KindClaim, ResultError, nil)
@@ -452,6 +455,25 @@ func (c *Claimer) send(ctx context.Context, rows []row, now time.Time) (Outcome,
 			Reason: out.Reason, Message: out.Message, At: now})
 	}
 	return out, nil
+}
+
+// intend records, before a claim of rows is sent, the total it claims on
+// each channel (Channel.OwnClaimed): a claimed total the escrow shows
+// above it is someone else's (markForeign), even if this process stops
+// between the claim and its record.
+func (c *Claimer) intend(ctx context.Context, rows []row) error {
+	for _, r := range rows {
+		if _, err := c.store.UpdateChannel(ctx, r.ch.ID, func(ch *Channel, found bool) (Change, error) {
+			if !found || orZero(ch.OwnClaimed).Cmp(r.claim.TotalClaimed) >= 0 {
+				return Keep, nil
+			}
+			ch.claiming(r.claim.TotalClaimed)
+			return Save, nil
+		}); err != nil {
+			return fmt.Errorf("claimer: record the claim of channel %s before sending it: %w", r.ch.ID.Hex(), err)
+		}
+	}
+	return nil
 }
 
 // landed takes in a claim of rows that the facilitator reports landed,
@@ -517,9 +539,9 @@ func (c *Claimer) hold(r row, now time.Time) {
 }
 
 // mirror raises channel id's claimed total to total, as raiseClaimed
-// does (charged and the reservation are the server's), and marks the
-// channel as claimed by a stranger when total exceeds what it charged;
-// it reports whether it did.
+// does (charged and the reservation are the server's), and stops the
+// channel as claimed by a stranger when total exceeds what this store
+// claimed (markForeign); it reports whether it did.
 func (c *Claimer) mirror(ctx context.Context, id common.Hash, total *big.Int, since, now time.Time) bool {
 	foreign := false
 	ch, err := c.store.UpdateChannel(ctx, id, func(ch *Channel, found bool) (Change, error) {
@@ -543,10 +565,10 @@ func (c *Claimer) mirror(ctx context.Context, id common.Hash, total *big.Int, si
 		return false
 	}
 	if foreign {
-		c.logger.ErrorContext(ctx, "claimer: the escrow shows a channel claimed beyond what this store charged (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
-			"channel", id, "onChain", total, "charged", orZero(ch.Charged), "payer", ch.Config.Payer)
+		c.logger.ErrorContext(ctx, "claimer: the escrow shows a channel claimed beyond what this store claimed (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
+			"channel", id, "onChain", total, "ownClaimed", orZero(ch.OwnClaimed), "charged", orZero(ch.Charged), "payer", ch.Config.Payer)
 		if c.cfg.Observer != nil {
-			c.cfg.Observer.BatchForeignClaim()
+			c.cfg.Observer.BatchChannelStopped(EvidenceClaimedElsewhere)
 		}
 	}
 	return foreign
@@ -573,17 +595,17 @@ func raiseClaimed(c *Channel, total *big.Int, since time.Time) bool {
 	return changed
 }
 
-// markForeign sets c's ForeignClaimAt to now, once, when the escrow's
-// claimed total exceeds what this store charged: no claim of this store
-// can go beyond Charged, so another claimer holds vouchers this store
-// does not (two stores serving one channel, or a store that lost
-// records). It reports whether it set it.
+// markForeign stops channel c (opened by this store) at now, once, when
+// the escrow's claimed total exceeds what this store claimed: every claim
+// of this store records its total before it is sent (OwnClaimed), so
+// another claimer holds vouchers of it (two stores serving one channel,
+// or a store that lost records). It reports whether it stopped it.
 func markForeign(c *Channel, total *big.Int, now time.Time) bool {
-	if total.Cmp(orZero(c.Charged)) <= 0 || !c.ForeignClaimAt.IsZero() {
+	if !c.Opened || total.Cmp(orZero(c.OwnClaimed)) <= 0 {
 		return false
 	}
-	c.ForeignClaimAt = now
-	return true
+	return c.stop(EvidenceClaimedElsewhere, fmt.Sprintf("the escrow shows %s claimed; this server claimed %s (charged %s)",
+		total, orZero(c.OwnClaimed), orZero(c.Charged)), now)
 }
 
 // settle sweeps each receiver and token claimed for and not swept yet.

@@ -136,6 +136,7 @@ func (w *claimWorld) authorizer() common.Address { return crypto.PubkeyToAddress
 // claimSpec is a channel to put in the store.
 type claimSpec struct {
 	charged, claimed int64
+	ownClaimed       int64         // what this store asked to claim (default claimed)
 	age              time.Duration // how long its value has waited, before clT0 (negative: unknown)
 	withdrawAt       uint64
 	authorizer       *common.Address // default the claimer's
@@ -158,6 +159,7 @@ func (w *claimWorld) put(n byte, s claimSpec) common.Hash {
 		c.Config, c.Charged, c.SignedMax, c.Signature = cfg, big.NewInt(s.charged), big.NewInt(s.charged), []byte{n, 1, 2}
 		c.Balance, c.TotalClaimed, c.RefundNonce = big.NewInt(1_000_000), big.NewInt(s.claimed), new(big.Int)
 		c.WithdrawRequestedAt = s.withdrawAt
+		c.Opened, c.OwnClaimed = true, big.NewInt(max(s.ownClaimed, s.claimed))
 		if s.charged > s.claimed && s.age >= 0 {
 			c.UnclaimedSince = clT0.Add(-s.age)
 		}
@@ -597,7 +599,13 @@ func (o *claimCounts) BatchTransaction(kind, result string, _ float64) {
 	o.txs[kind+"/"+result]++
 }
 
-func (o *claimCounts) BatchForeignClaim()  { o.mu.Lock(); o.foreign++; o.mu.Unlock() }
+func (o *claimCounts) BatchChannelStopped(evidence string) {
+	o.mu.Lock()
+	if evidence == batch.EvidenceClaimedElsewhere {
+		o.foreign++
+	}
+	o.mu.Unlock()
+}
 func (o *claimCounts) EscrowWatchStarted() { o.mu.Lock(); o.started++; o.mu.Unlock() }
 
 func (o *claimCounts) EscrowWatched(err error) {
@@ -690,7 +698,7 @@ func orZero(x *big.Int) *big.Int {
 // reports landed counts as far as the escrow shows it: the mirror is the
 // escrow's total, the claim's amount what the total rose by; a row the
 // escrow shows short is refused and left out; a total beyond what the
-// store charged marks the channel as claimed by a stranger, once; a read
+// store claimed stops the channel as claimed by a stranger, once; a read
 // that fails leaves the row out, unmirrored.
 func TestClaimerReadsTheChain(t *testing.T) {
 	t.Parallel()
@@ -739,11 +747,11 @@ func TestClaimerReadsTheChain(t *testing.T) {
 				t.Fatalf("pass: %+v %v", rep, err)
 			}
 			ch := w.channel(id)
-			if ch.TotalClaimed.Int64() != tt.wantMirror || !ch.ForeignClaimAt.IsZero() != tt.foreign {
-				t.Errorf("mirror %s, foreign claim at %v", ch.TotalClaimed, ch.ForeignClaimAt)
+			if ch.TotalClaimed.Int64() != tt.wantMirror || !ch.StoppedAt.IsZero() != tt.foreign || ch.OwnClaimed.Int64() != 100 {
+				t.Errorf("mirror %s, stopped at %v, own claimed %s (want 100: recorded before the claim was sent)", ch.TotalClaimed, ch.StoppedAt, ch.OwnClaimed)
 			}
-			if tt.foreign && (!ch.ForeignClaimAt.Equal(w.now) || !ch.UnclaimedSince.IsZero()) {
-				t.Errorf("foreign claim at %v (want %v), unclaimed since %v", ch.ForeignClaimAt, w.now, ch.UnclaimedSince)
+			if tt.foreign && (!ch.StoppedAt.Equal(w.now) || ch.StopEvidence != batch.EvidenceClaimedElsewhere || !ch.UnclaimedSince.IsZero()) {
+				t.Errorf("stopped at %v on %q (want %v on a foreign claim), unclaimed since %v", ch.StoppedAt, ch.StopEvidence, w.now, ch.UnclaimedSince)
 			}
 			if obs.txs[batch.KindClaim+"/"+batch.ResultOK] != 1 {
 				t.Errorf("claims observed: %v, want one ok", obs.txs)

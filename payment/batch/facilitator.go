@@ -59,6 +59,10 @@ type Outcome struct {
 	Tx              common.Hash
 	Amount          *big.Int
 	State           *OnChain
+	// Opened reports that a deposit found the channel empty: it opened
+	// it (the escrow's Deposited event shows the new balance equal to the
+	// amount).
+	Opened bool
 }
 
 // Claim is one row of a claim: the receiver claims TotalClaimed (what it

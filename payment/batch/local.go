@@ -360,6 +360,12 @@ func (l *Local) Deposit(ctx context.Context, p *Payment, req payment.Requirement
 		return out, err
 	}
 	out.Amount = new(big.Int).Set(p.Deposit.Amount)
+	// The deposit opened the channel when its event shows the balance it
+	// made equal to its amount: another deposit in the same block does
+	// not blur that, as the state at the block's end would.
+	if v, ok := l.logValues(rcpt, "Deposited", p.ChannelID[:]); ok && len(v) == 2 {
+		out.Opened = v[1].Cmp(v[0]) == 0
+	}
 	st, err := l.state(ctx, p.ChannelID, rcpt.BlockNumber)
 	if err != nil {
 		// The deposit landed: report the state it made from the one verified.
@@ -570,6 +576,16 @@ func (l *Local) send(ctx context.Context, data []byte, gas uint64, simReason, tx
 // logAmount is the amount of the escrow's event name in rcpt whose
 // indexed topics start with topics.
 func (l *Local) logAmount(rcpt *types.Receipt, name string, topics ...[]byte) (*big.Int, bool) {
+	vals, ok := l.logValues(rcpt, name, topics...)
+	if !ok {
+		return nil, false
+	}
+	return vals[0], true
+}
+
+// logValues are the amounts (every non-indexed field) of the escrow's
+// event name in rcpt whose indexed topics start with topics.
+func (l *Local) logValues(rcpt *types.Receipt, name string, topics ...[]byte) ([]*big.Int, bool) {
 	ev := l.abi.Events[name]
 	for _, lg := range rcpt.Logs {
 		if lg.Address != l.cfg.Escrow.Address || len(lg.Topics) <= len(topics) || lg.Topics[0] != ev.ID {
@@ -586,8 +602,14 @@ func (l *Local) logAmount(rcpt *types.Receipt, name string, topics ...[]byte) (*
 		if err != nil || len(vals) == 0 {
 			continue
 		}
-		if amt, ok := vals[0].(*big.Int); ok {
-			return amt, true
+		out := make([]*big.Int, 0, len(vals))
+		for _, v := range vals {
+			if amt, ok := v.(*big.Int); ok {
+				out = append(out, amt)
+			}
+		}
+		if len(out) == len(vals) {
+			return out, true
 		}
 	}
 	return nil, false

@@ -73,7 +73,15 @@ func (r *Remote) Deposit(ctx context.Context, p *Payment, req payment.Requiremen
 	if len(raw) == 0 {
 		return Outcome{}, errors.New("batch remote facilitator: deposit needs the PaymentPayload")
 	}
-	return r.settle(ctx, json.RawMessage(raw), req)
+	o, err := r.settle(ctx, json.RawMessage(raw), req)
+	// A facilitator answers with the channel's state after the deposit:
+	// the deposit opened the channel when that state holds only it. (A
+	// second deposit in the same block blurs this: both then count as
+	// joining, and neither server serves the channel.)
+	if err == nil && o.Success && o.State != nil && o.Amount != nil {
+		o.Opened = orZero(o.State.Balance).Cmp(o.Amount) == 0 && orZero(o.State.TotalClaimed).Sign() == 0
+	}
+	return o, err
 }
 
 // Claim implements Facilitator: a {type:"claim"} settle.

@@ -33,9 +33,16 @@ const (
 	// ReasonRefundBelowMinimum refuses a cooperative refund of less than
 	// MinRefund.
 	ReasonRefundBelowMinimum = reasonPrefix + "refund_below_minimum"
-	// ReasonChannelClaimedElsewhere refuses vouchers on a channel the
-	// escrow shows claimed beyond this server's records.
+	// ReasonChannelClaimedElsewhere refuses payments on a channel the
+	// escrow shows claimed beyond what this server claimed.
 	ReasonChannelClaimedElsewhere = reasonPrefix + "channel_claimed_elsewhere"
+	// ReasonChannelChargedElsewhere refuses payments on a channel whose
+	// payer signed a voucher ahead of this server's books: another server
+	// charged it.
+	ReasonChannelChargedElsewhere = reasonPrefix + "channel_charged_elsewhere"
+	// ReasonChannelOpenedElsewhere refuses payments on a channel this
+	// server did not open, which the escrow shows funded.
+	ReasonChannelOpenedElsewhere = reasonPrefix + "channel_opened_elsewhere"
 )
 
 // ServerConfig is the scheme's server side: the channels it accepts and
@@ -72,6 +79,8 @@ type ServerConfig struct {
 	// RefundInterval is the least time between two cooperative refunds of
 	// one channel. 0: 10 minutes.
 	RefundInterval time.Duration
+	// Observer, when set, is told of every channel stopped.
+	Observer StopObserver
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -175,7 +184,7 @@ func (s *Server) Reasons() payment.Reasons {
 	return payment.Reasons{
 		Refused: append([]string{ReasonDepositPayload, ReasonERC3009Required, ReasonVoucherSignature, ReasonChannelIDMismatch,
 			ReasonChannelBusy, ReasonMissingChannel, ReasonCumulativeAmountMismatch, ReasonChargeExceedsSigned,
-			ReasonChannelClaimedElsewhere, ReasonWithdrawalPending, ReasonRefundTooSoon, ReasonRefundNoBalance,
+			ReasonChannelClaimedElsewhere, ReasonChannelChargedElsewhere, ReasonChannelOpenedElsewhere, ReasonWithdrawalPending, ReasonRefundTooSoon, ReasonRefundNoBalance,
 			ReasonRefundAmountInvalid, ReasonRefundBelowMinimum, payment.ReasonUnavailable, payment.ReasonBadGateway}, verifyReasons()...),
 		Failed: append([]string{ReasonDepositTransactionFailed, ReasonRefundPayload, ReasonRefundAmountInvalid, ReasonRefundNoBalance,
 			ReasonRefundSimulationFailed, ReasonRefundTransactionFailed, payment.ReasonSettlementPending, payment.ReasonUnexpectedSettle},
@@ -215,6 +224,8 @@ type exchange struct {
 	t     Terms
 	payer string
 	ctx   context.Context
+	// opened: the deposit this request sent opened the channel.
+	opened bool
 }
 
 // Serve implements payment.Scheme.
@@ -260,6 +271,12 @@ func (s *Server) Serve(px *payment.Exchange) {
 // voucher many times runs the handler once. Deposits and refunds, which
 // move money on chain before the charge, still reserve the channel in
 // the store, across replicas.
+//
+// Only a channel this store opened is served (Channel.Opened): a deposit
+// that finds the channel empty opens it; a payment for any other channel
+// the escrow shows funded stops it here (halt), as does a voucher ahead of
+// this store's books (docs/batch-settlement.md, "Servers with separate
+// books").
 func (s *Server) pay(x *exchange) {
 	p, now := x.p, s.now()
 	if _, taken := s.busy.LoadOrStore(p.ChannelID, struct{}{}); taken {
@@ -287,45 +304,60 @@ func (s *Server) pay(x *exchange) {
 		answer()
 		return
 	}
-	// A deposit on a channel on record is verified by the facilitator as
-	// it is sent, under the channel's reservation: a resend meanwhile, on
-	// any replica, is told to retry rather than judged against a deposit
-	// about to land. A channel not on record is read from the chain
-	// first: its record starts from what the chain shows claimed.
+	// A deposit on a channel this store opened is verified by the
+	// facilitator as it is sent, under the channel's reservation: a resend
+	// meanwhile, on any replica, is told to retry rather than judged
+	// against a deposit about to land. Any other channel is read from the
+	// chain first: only a deposit that finds it empty may open it.
+	ours := found && c.Opened
 	var verdict *Verdict
-	if !found || p.Type != TypeDeposit && Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
+	if !ours || p.Type != TypeDeposit && Payable(c, p, now, s.cfg.StateTTL, false) == errStale {
 		if verdict = s.verify(x); verdict == nil {
 			return
 		}
+	}
+	if !ours && (p.Type != TypeDeposit || !empty(verdict.State)) {
+		// The escrow shows the channel funded (a voucher verifies only
+		// then) or claimed: another server opened it.
+		st := verdict.State
+		s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
+			if found && (c.Opened || c.Pending.Live(s.now())) {
+				return "", refuse(ReasonChannelBusy, "the channel is being opened on this server; retry")
+			}
+			Adopt(c, st, now)
+			return fmt.Sprintf("a %s for a channel this server did not open, which the escrow shows holding %s with %s claimed", p.Type,
+				orZero(st.Balance), orZero(st.TotalClaimed)), nil
+		})
+		return
 	}
 	// judge checks, against channel c as an update found it, that p can
 	// be charged there; errAnswered (and answered set) when the request
 	// it resends was answered meanwhile (the payer gave up waiting).
 	var answered Channel
 	judge := func(c *Channel, found bool, at time.Time) error {
-		if found && s.replayable(x, *c, at) {
+		if found && c.Opened && s.replayable(x, *c, at) {
 			answered = *c
 			return errAnswered
 		}
 		if c.Pending.Live(at) {
 			return refuse(ReasonChannelBusy, "a deposit or refund of this channel is in flight; retry")
 		}
-		if !found && verdict == nil {
-			return refuse(ReasonMissingChannel, "the channel's record is gone; retry")
+		if err := s.servable(*c, at); err != nil {
+			return err
 		}
-		if !found {
-			// A channel without a record is charged from what the
-			// chain shows claimed, not from what the voucher implies.
-			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(verdict.State.TotalClaimed))
+		if !found || !c.Opened {
+			// Only a deposit that found the channel empty comes here
+			// (above): it opens the channel, from nothing charged.
+			if p.Type != TypeDeposit || verdict == nil || !empty(verdict.State) {
+				return refuse(ReasonChannelBusy, "the channel's opening on this server changed meanwhile; retry")
+			}
+			c.Config, c.Charged = p.Config, new(big.Int)
 		}
 		if verdict != nil {
 			Adopt(c, verdict.State, now)
 		}
-		if m := x.t.CheckCumulative(*c, true, p); m != nil {
+		if m := x.t.CheckCumulative(*c, p); m != nil {
 			return mismatchError{m}
-		}
-		if err := s.servable(*c, at); err != nil {
-			return err
 		}
 		if p.Type == TypeDeposit && verdict == nil {
 			return nil // the facilitator checks the deposit against the chain as it sends it
@@ -365,7 +397,26 @@ func (s *Server) pay(x *exchange) {
 		if o.Amount != nil {
 			settlement.Amount = o.Amount.String()
 		}
-		x.Logger().InfoContext(x.ctx, "batch deposit", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", settlement.Amount, "tx", settlement.Transaction)
+		x.Logger().InfoContext(x.ctx, "batch deposit", "channel", p.ChannelID.Hex(), "payer", x.payer, "amount", settlement.Amount, "tx", settlement.Transaction,
+			"opened", o.Opened)
+		if !ours && !o.Opened {
+			// Another deposit, sent elsewhere, landed first: this one
+			// joined a channel another server opened. It stays the
+			// payer's, in the channel.
+			s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
+				if !found || c.Opened {
+					return "", refuse(ReasonChannelBusy, "the channel's opening on this server changed meanwhile; retry")
+				}
+				Release(c, hold)
+				if deposited != nil {
+					Adopt(c, *deposited, s.now())
+				}
+				return fmt.Sprintf("this request's deposit (tx %s) landed on a channel another deposit had opened: it stays the payer's, in the channel",
+					settlement.Transaction), nil
+			})
+			return
+		}
+		x.opened = !ours
 	} else {
 		// Refuse now what the charge would refuse, before the handler:
 		// against the channel as it is after the read of the chain (a
@@ -412,6 +463,7 @@ func (s *Server) pay(x *exchange) {
 			if deposited != nil {
 				Adopt(c, *deposited, at)
 			}
+			c.Opened = c.Opened || x.opened
 			err = Commit(c, hold, x.t.Price, p.MaxClaimable, p.Signature, at)
 		}
 		if err != nil {
@@ -457,13 +509,18 @@ func (s *Server) pay(x *exchange) {
 
 // screen is the answer, before anything is asked or run, to a payment on
 // channel c (found: on record): the recorded answer of a resend, the
-// corrective 402, a refusal, or busy while a deposit or refund holds the
-// channel; nil: go on.
+// corrective 402, a refusal (a stopped channel, a voucher ahead of the
+// books), or busy while a deposit or refund holds the channel; nil: go
+// on. A channel on record that this store did not open is judged on the
+// chain's state (pay), unless it is stopped or held.
 func (s *Server) screen(x *exchange, c Channel, found bool, now time.Time) func() {
 	if !found {
 		return nil
 	}
-	if s.replayable(x, c, now) {
+	if err := s.stopped(c); err != nil {
+		return func() { s.refuse(x, err) }
+	}
+	if c.Opened && s.replayable(x, c, now) {
 		return func() { s.replay(x, c, now) }
 	}
 	if c.Pending.Live(now) {
@@ -475,8 +532,11 @@ func (s *Server) screen(x *exchange, c Channel, found bool, now time.Time) func(
 			s.refuse(x, refuse(ReasonChannelBusy, "another request on this channel is being served; retry"))
 		}
 	}
-	if m := x.t.CheckCumulative(c, true, x.p); m != nil {
-		return func() { s.corrective(x, m) }
+	if !c.Opened {
+		return nil
+	}
+	if m := x.t.CheckCumulative(c, x.p); m != nil {
+		return func() { s.fail(x, mismatchError{m}) }
 	}
 	if err := s.servable(c, now); err != nil {
 		return func() { s.refuse(x, err) }
@@ -524,7 +584,9 @@ var errAnswered = errors.New("batch: the request was answered already")
 // handler is skipped. A refund costs the operator a transaction: it is
 // sent only for at least MinRefund, at most once per RefundInterval per
 // channel, and until the escrow shows it landed, every voucher is judged
-// as if it had.
+// as if it had. Only a channel this store opened and serves is refunded:
+// a refund elsewhere would return what another server charged and has
+// not claimed (the escrow's timed withdrawal waits for every claim).
 func (s *Server) refund(x *exchange) {
 	p, now := x.p, s.now()
 	s.recent.drop(p.ChannelID)
@@ -533,9 +595,16 @@ func (s *Server) refund(x *exchange) {
 		s.unavailable(x, err)
 		return
 	}
+	ours := found && c.Opened
 	if found {
-		if m := x.t.CheckCumulative(c, true, p); m != nil {
-			s.corrective(x, m)
+		if err := s.stopped(c); err != nil {
+			s.refuse(x, err)
+			return
+		}
+	}
+	if ours {
+		if m := x.t.CheckCumulative(c, p); m != nil {
+			s.fail(x, mismatchError{m})
 			return
 		}
 		if new(big.Int).Sub(orZero(c.Balance), orZero(c.Charged)).Sign() > 0 {
@@ -549,15 +618,29 @@ func (s *Server) refund(x *exchange) {
 	if v == nil {
 		return
 	}
+	if !ours {
+		s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
+			if found && (c.Opened || c.Pending.Live(s.now())) {
+				return "", refuse(ReasonChannelBusy, "the channel is being opened on this server; retry")
+			}
+			Adopt(c, v.State, now)
+			return fmt.Sprintf("a refund for a channel this server did not open, which the escrow shows holding %s with %s claimed",
+				orZero(v.State.Balance), orZero(v.State.TotalClaimed)), nil
+		})
+		return
+	}
 	hold, expires := holdID(), now.Add(s.cfg.Timeout+time.Minute)
 	var order RefundOrder
 	var lastRefund time.Time
 	if _, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
-		if !found {
-			c.Config, c.Charged = p.Config, new(big.Int).Set(orZero(v.State.TotalClaimed))
+		if !found || !c.Opened {
+			return Keep, refuse(ReasonChannelBusy, "the channel's record changed meanwhile; retry")
+		}
+		if err := s.stopped(*c); err != nil {
+			return Keep, err
 		}
 		Adopt(c, v.State, now)
-		if m := x.t.CheckCumulative(*c, true, p); m != nil {
+		if m := x.t.CheckCumulative(*c, p); m != nil {
 			return Keep, mismatchError{m}
 		}
 		o, err := s.refundOrder(*c, p)
@@ -572,6 +655,7 @@ func (s *Server) refund(x *exchange) {
 		}
 		order, lastRefund = o, c.LastRefundAt
 		c.refundSent(o, now)
+		c.claiming(o.Claimed())
 		return Save, nil
 	}); err != nil {
 		s.fail(x, err)
@@ -643,14 +727,76 @@ func (s *Server) refundDue(c Channel, now time.Time) error {
 		c.LastRefundAt.Add(s.cfg.RefundInterval).UTC().Format(time.RFC3339))
 }
 
-// servable refuses new charges on channel c: claimed by someone else, or
-// in a timed withdrawal too near its end.
+// servable refuses new charges on channel c: stopped, or in a timed
+// withdrawal too near its end.
 func (s *Server) servable(c Channel, now time.Time) error {
-	if !c.ForeignClaimAt.IsZero() {
-		return refuse(ReasonChannelClaimedElsewhere, "the escrow shows claims on this channel that this server did not make (seen %s): it is no longer served; deposit into a new channel",
-			c.ForeignClaimAt.UTC().Format(time.RFC3339))
+	if err := s.stopped(c); err != nil {
+		return err
 	}
 	return s.withdrawing(c, now)
+}
+
+// stopped refuses every payment on channel c once it is stopped, with
+// its evidence.
+func (s *Server) stopped(c Channel) error {
+	if c.StoppedAt.IsZero() {
+		return nil
+	}
+	reason := ReasonChannelChargedElsewhere
+	switch c.StopEvidence {
+	case EvidenceOpenedElsewhere:
+		reason = ReasonChannelOpenedElsewhere
+	case EvidenceClaimedElsewhere:
+		reason = ReasonChannelClaimedElsewhere
+	}
+	return refuse(reason, "this channel is no longer served by this server (since %s, evidence %s: %s). Another server keeps other books of it: "+
+		"pay it where it was opened, or open a new channel (another salt); what it holds beyond what was charged returns to the payer by the escrow's timed withdrawal",
+		c.StoppedAt.UTC().Format(time.RFC3339), c.StopEvidence, c.StopDetail)
+}
+
+// halt stops serving channel p on evidence, when check, run on the
+// channel as an update finds it, confirms the evidence and says what was
+// seen (check may move the channel: release a hold, mirror the chain); the
+// request is refused with it, and the stop is logged at ERROR and
+// counted. A channel stopped already is refused as it was, uncounted.
+func (s *Server) halt(x *exchange, evidence string, check func(c *Channel, found bool) (string, error)) {
+	p := x.p
+	stopped := false
+	c, err := s.store.UpdateChannel(x.ctx, p.ChannelID, func(c *Channel, found bool) (Change, error) {
+		stopped = false
+		if found {
+			if err := s.stopped(*c); err != nil {
+				return Keep, err
+			}
+		}
+		detail, err := check(c, found)
+		if err != nil {
+			return Keep, err
+		}
+		if !found {
+			c.Config, c.Charged = p.Config, new(big.Int)
+		}
+		stopped = c.stop(evidence, detail, s.now())
+		return Save, nil
+	})
+	if err != nil {
+		var m mismatchError
+		if errors.As(err, &m) && m.Ahead {
+			err = m.Mismatch.Error // never halted again from here
+		}
+		s.fail(x, err)
+		return
+	}
+	s.recent.drop(p.ChannelID)
+	if stopped {
+		x.Logger().ErrorContext(x.ctx, "batch channel stopped: another server keeps other books of it; it is no longer served here",
+			"channel", p.ChannelID.Hex(), "payer", x.payer, "evidence", evidence, "detail", c.StopDetail, "voucher", p.MaxClaimable,
+			"charged", orZero(c.Charged), "type", p.Type)
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.BatchChannelStopped(evidence)
+		}
+	}
+	s.refuse(x, s.stopped(c))
 }
 
 // verify asks the facilitator to verify the payment, reading the
@@ -756,6 +902,7 @@ func (s *Server) release(x *exchange, hold string, deposited *OnChain) {
 		}
 		if deposited != nil {
 			Adopt(c, *deposited, s.now())
+			c.Opened = c.Opened || x.opened
 		}
 		if !Release(c, hold) && deposited == nil {
 			return Keep, nil
@@ -779,15 +926,31 @@ func (s *Server) corrective(x *exchange, m *Mismatch) {
 	x.Challenge(m.Reason, m.Message, x.payer, &entry, nil)
 }
 
-// fail answers an error of a channel update: a refusal of the scheme's
-// rules, or an unavailable store.
+// fail answers an error of a channel update: a voucher below what is
+// expected (the corrective 402), one above it (the channel stops), a
+// refusal of the scheme's rules, or an unavailable store.
 func (s *Server) fail(x *exchange, err error) {
 	var m mismatchError
-	if errors.As(err, &m) {
+	switch {
+	case errors.As(err, &m) && m.Ahead:
+		s.halt(x, EvidenceVoucherAhead, func(c *Channel, found bool) (string, error) {
+			if !found || !c.Opened {
+				return "", refuse(ReasonChannelBusy, "the channel's record changed meanwhile; retry")
+			}
+			switch m := x.t.CheckCumulative(*c, x.p); {
+			case m == nil:
+				return "", refuse(ReasonChannelBusy, "the channel moved meanwhile; retry")
+			case !m.Ahead:
+				return "", mismatchError{m}
+			}
+			return fmt.Sprintf("a %s signing %s cumulative while this server charged %s (price %s)", x.p.Type, x.p.MaxClaimable,
+				orZero(c.Charged), x.t.Price), nil
+		})
+	case errors.As(err, &m):
 		s.corrective(x, m.Mismatch)
-		return
+	default:
+		s.refuse(x, err)
 	}
-	s.refuse(x, err)
 }
 
 // refuse answers a refusal of the scheme's rules with a 402, and any

@@ -143,7 +143,8 @@ func (f *fakeFacilitator) Deposit(_ context.Context, p *batch.Payment, _ payment
 	defer f.mu.Unlock()
 	f.state.Balance.Add(f.state.Balance, p.Deposit.Amount)
 	st := f.snapshot()
-	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st}, nil
+	opened := st.Balance.Cmp(p.Deposit.Amount) == 0 && st.TotalClaimed.Sign() == 0
+	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st, Opened: opened}, nil
 }
 
 func (f *fakeFacilitator) Claim(context.Context, []batch.Claim, []byte) (batch.Outcome, error) {
@@ -181,10 +182,32 @@ type harness struct {
 	now        *atomic.Int64 // unix seconds
 	handled    atomic.Int32
 	failNext   atomic.Bool
+	stops      *stopCounts
 	// inHandler, when set, is told when the handler starts and holds it
 	// until release is closed.
 	inHandler chan struct{}
 	release   chan struct{}
+}
+
+// stopCounts counts the channels stopped, by evidence.
+type stopCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *stopCounts) BatchChannelStopped(evidence string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]int{}
+	}
+	o.n[evidence]++
+}
+
+func (o *stopCounts) count(evidence string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[evidence]
 }
 
 var (
@@ -196,7 +219,7 @@ var (
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{fac: &fakeFacilitator{state: batch.OnChain{Balance: new(big.Int), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}},
-		store: &memStore{m: map[common.Hash]batch.Channel{}}, now: new(atomic.Int64)}
+		store: &memStore{m: map[common.Hash]batch.Channel{}}, now: new(atomic.Int64), stops: &stopCounts{}}
 	h.now.Store(1_900_000_000)
 	clock := func() time.Time { return time.Unix(h.now.Load(), 0) }
 	h.escrow = batch.Escrow{ChainID: big.NewInt(8453), Address: batch.EscrowAddress}
@@ -210,7 +233,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.payer = batch.Payer{Key: payerKey, Escrow: h.escrow}
 	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: h.escrow, Authorizer: h.authorizer, WithdrawDelay: 3600,
-		MinDeposit: big.NewInt(5_000_000), Now: clock}, h.store, h.fac)
+		MinDeposit: big.NewInt(5_000_000), Now: clock, Observer: h.stops}, h.store, h.fac)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,11 +495,6 @@ func TestServeChannelLifecycle(t *testing.T) {
 		t.Error("a stale mirror was trusted")
 	}
 
-	// Past the deposit: refused by the (fresh) mirror.
-	if a = h.pay(t, batch.TypeVoucher, 101*p, 0, nil); a.status != http.StatusPaymentRequired {
-		t.Errorf("voucher above the balance: %d", a.status)
-	}
-
 	// The cooperative refund claims what was charged and returns the rest.
 	a = h.pay(t, batch.TypeRefund, 6*p, 0, nil)
 	if a.status != http.StatusOK || a.settlement["amount"] != big.NewInt(5_000_000-6*p).String() {
@@ -668,10 +686,10 @@ func TestServeRefusals(t *testing.T) {
 		max   int64
 		want  string
 	}{
-		{"unknown channel charged from the chain's claims", func(h *harness) {
+		{"a channel another server opened", func(h *harness) {
 			h.fac.state.Balance.SetInt64(1_000_000)
 			h.fac.state.TotalClaimed.SetInt64(300_000)
-		}, batch.TypeVoucher, p, batch.ReasonCumulativeAmountMismatch},
+		}, batch.TypeVoucher, 300_000 + p, batch.ReasonChannelOpenedElsewhere},
 		{"voucher above the balance", func(h *harness) { h.fac.state.Balance.SetInt64(p) }, batch.TypeVoucher, 2 * p, batch.ReasonCumulativeExceedsBalance},
 		{"busy channel", func(h *harness) {
 			h.fac.state.Balance.SetInt64(1_000_000)
@@ -685,7 +703,7 @@ func TestServeRefusals(t *testing.T) {
 			_, id := h.payer.Channel(h.terms)
 			cfg, _ := h.payer.Channel(h.terms)
 			h.store.m[id] = batch.Channel{ID: id, Config: cfg, Charged: new(big.Int), Balance: big.NewInt(1_000_000), TotalClaimed: new(big.Int),
-				RefundNonce: new(big.Int), SyncedAt: time.Unix(h.now.Load(), 0), WithdrawRequestedAt: uint64(h.now.Load() - 3500)}
+				RefundNonce: new(big.Int), SyncedAt: time.Unix(h.now.Load(), 0), WithdrawRequestedAt: uint64(h.now.Load() - 3500), Opened: true}
 		}, batch.TypeVoucher, p, batch.ReasonWithdrawalPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -700,17 +718,29 @@ func TestServeRefusals(t *testing.T) {
 			}
 		})
 	}
-	t.Run("corrective state of an unknown channel", func(t *testing.T) {
+	t.Run("a channel opened elsewhere stays refused, counted once", func(t *testing.T) {
 		h := newHarness(t)
 		h.fac.state.Balance.SetInt64(1_000_000)
 		h.fac.state.TotalClaimed.SetInt64(300_000)
-		a := h.pay(t, batch.TypeVoucher, p, 0, nil)
-		entry := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
-		if st := channelState(t, entry); st["chargedCumulativeAmount"] != "300000" || st["balance"] != "1000000" {
-			t.Fatalf("channelState = %v, want charged from the chain's 300000", st)
+		for _, tt := range []struct {
+			typ     string
+			max     int64
+			deposit int64
+		}{{batch.TypeVoucher, 300_000 + p, 0}, {batch.TypeVoucher, p, 0}, {batch.TypeDeposit, 300_000 + p, 1_000_000}, {batch.TypeRefund, 300_000, 0}} {
+			a := h.pay(t, tt.typ, tt.max, tt.deposit, nil)
+			if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonChannelOpenedElsewhere {
+				t.Fatalf("%s of %d: %d %v, want refused as opened elsewhere", tt.typ, tt.max, a.status, a.required["error"])
+			}
+			extra := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
+			if extra["channelState"] != nil || extra["voucherState"] != nil {
+				t.Errorf("%s: a corrective state of a channel this server does not serve: %v", tt.typ, extra)
+			}
 		}
-		if a = h.pay(t, batch.TypeVoucher, 300_000+p, 0, nil); a.status != http.StatusOK {
-			t.Fatalf("recovered voucher: %d %v", a.status, a.required["error"])
+		if n := h.stops.count(batch.EvidenceOpenedElsewhere); n != 1 {
+			t.Errorf("%d stops counted, want 1", n)
+		}
+		if h.handled.Load() != 0 || h.fac.state.Balance.Int64() != 1_000_000 || len(h.fac.refunds) != 0 {
+			t.Errorf("handler ran %d times, balance %s, %d refunds: want nothing done", h.handled.Load(), h.fac.state.Balance, len(h.fac.refunds))
 		}
 	})
 }

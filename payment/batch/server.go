@@ -45,63 +45,45 @@ func (t Terms) Bind(p *Payment) error {
 }
 
 // Expected is the cumulative amount a payment's voucher must sign on
-// channel c (found: the server has a record of it): charged + price for a
-// deposit or a voucher, charged for a refund. A channel the server has no
-// record of is taken at the payer's word (charged is inferred as max -
-// price, and the chain's balance and totalClaimed then decide), as the
-// official server does.
-func (t Terms) Expected(c Channel, found bool, p *Payment) *big.Int {
-	switch {
-	case !found:
-		return new(big.Int).Set(p.MaxClaimable)
-	case p.Type == TypeRefund:
-		return new(big.Int).Set(c.Charged)
-	default:
-		return new(big.Int).Add(c.Charged, t.Price)
-	}
-}
-
-// Charged is what the server has charged on channel c before p: its
-// record, or, for a channel it has none of, what p's voucher implies.
-func (t Terms) Charged(c Channel, found bool, p *Payment) *big.Int {
-	if found {
-		return new(big.Int).Set(c.Charged)
-	}
+// channel c, which this store opened: charged + price for a deposit or a
+// voucher, charged for a refund.
+func (t Terms) Expected(c Channel, p *Payment) *big.Int {
 	if p.Type == TypeRefund {
-		return new(big.Int).Set(p.MaxClaimable)
+		return new(big.Int).Set(orZero(c.Charged))
 	}
-	if p.MaxClaimable.Cmp(t.Price) < 0 {
-		return new(big.Int)
-	}
-	return new(big.Int).Sub(p.MaxClaimable, t.Price)
+	return new(big.Int).Add(orZero(c.Charged), t.Price)
 }
 
-// Mismatch is the corrective 402 of a voucher that does not sign what the
-// server expects: its reason, and the state the client recovers from.
+// Mismatch is a voucher that does not sign what the server expects. One
+// below is answered with the corrective 402: its reason, and the state
+// the client recovers from. One above (Ahead) is never corrected: the
+// payer signed for charges this store did not make, which another server
+// made (docs/batch-settlement.md, "Servers with separate books"), and a
+// corrective 402 would have the payer sign that range again here.
 type Mismatch struct {
 	*Error
+	Ahead   bool
 	Channel ChannelState
 	Voucher *VoucherState // nil when the server holds no voucher
 }
 
-// CheckCumulative refuses a voucher whose cumulative amount is not what
-// Expected says, with the state the client needs to recover.
-func (t Terms) CheckCumulative(c Channel, found bool, p *Payment) *Mismatch {
-	want := t.Expected(c, found, p)
-	switch {
-	case found && p.MaxClaimable.Cmp(want) == 0:
+// CheckCumulative refuses a voucher on channel c (opened by this store)
+// whose cumulative amount is not what Expected says.
+func (t Terms) CheckCumulative(c Channel, p *Payment) *Mismatch {
+	want := t.Expected(c, p)
+	switch p.MaxClaimable.Cmp(want) {
+	case 0:
 		return nil
-	case !found && (p.Type == TypeRefund || p.MaxClaimable.Cmp(t.Price) >= 0):
-		return nil
+	case 1:
+		return &Mismatch{Ahead: true, Error: refuse(ReasonChannelChargedElsewhere,
+			"the voucher signs %s cumulative; this server charged %s on the channel and expects %s: the payer signed for charges made at another server",
+			p.MaxClaimable, orZero(c.Charged), want)}
 	}
 	m := &Mismatch{Error: refuse(ReasonCumulativeAmountMismatch, "voucher signs %s cumulative, the server expects %s", p.MaxClaimable, want)}
 	st := c
 	st.ID = p.ChannelID
-	if !found {
-		st.Charged = t.Charged(c, found, p)
-	}
 	m.Channel = st.State()
-	if found && len(c.Signature) > 0 {
+	if len(c.Signature) > 0 {
 		m.Voucher = &VoucherState{SignedMaxClaimable: decimal(c.SignedMax), Signature: hexutil.Encode(c.Signature)}
 	}
 	return m
@@ -249,6 +231,22 @@ func Adopt(c *Channel, st OnChain, now time.Time) {
 	}
 	if now.After(c.SyncedAt) {
 		c.SyncedAt = now
+	}
+}
+
+// empty reports whether st is a channel no one has opened: no balance
+// and nothing claimed (claims never exceed the balance, which only
+// refunds and withdrawals lower).
+func empty(st OnChain) bool {
+	return orZero(st.Balance).Sign() == 0 && orZero(st.TotalClaimed).Sign() == 0
+}
+
+// claiming records on c that a claim of total is about to be sent (the
+// claimer's, or a refund's): a claimed total the escrow shows above the
+// highest of them was claimed by someone else.
+func (c *Channel) claiming(total *big.Int) {
+	if total != nil && total.Cmp(orZero(c.OwnClaimed)) > 0 {
+		c.OwnClaimed = new(big.Int).Set(total)
 	}
 }
 

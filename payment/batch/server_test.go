@@ -171,50 +171,56 @@ func TestBind(t *testing.T) {
 }
 
 // TestCheckCumulative: a voucher must sign exactly charged + price (a
-// refund: charged); otherwise the corrective 402 carries the channel's
-// state and the latest voucher the server holds.
+// refund: charged); one below gets the corrective 402, carrying the
+// channel's state and the latest voucher the server holds; one above is
+// evidence of charges made elsewhere (Ahead), never corrected.
 func TestCheckCumulative(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	stored := Channel{ID: f.id, Config: f.cfg, Charged: big.NewInt(150_000), SignedMax: big.NewInt(150_000), Signature: []byte{7},
-		Balance: big.NewInt(1_000_000), TotalClaimed: big.NewInt(50_000), RefundNonce: big.NewInt(2), WithdrawRequestedAt: 0}
+		Balance: big.NewInt(1_000_000), TotalClaimed: big.NewInt(50_000), RefundNonce: big.NewInt(2), WithdrawRequestedAt: 0, Opened: true}
 	for _, tt := range []struct {
-		name  string
-		typ   string
-		max   int64
-		found bool
-		ok    bool
+		name   string
+		typ    string
+		max    int64
+		reason string // empty: accepted
 	}{
-		{"next voucher", TypeVoucher, 200_000, true, true},
-		{"replayed voucher", TypeVoucher, 150_000, true, false},
-		{"one unit more", TypeVoucher, 200_001, true, false},
-		{"deposit with the next voucher", TypeDeposit, 200_000, true, true},
-		{"refund at charged", TypeRefund, 150_000, true, true},
-		{"refund above charged", TypeRefund, 200_000, true, false},
-		{"unknown channel, at least the price", TypeVoucher, 50_000, false, true},
-		{"unknown channel, below the price", TypeVoucher, 49_999, false, false},
+		{"next voucher", TypeVoucher, 200_000, ""},
+		{"replayed voucher", TypeVoucher, 150_000, ReasonCumulativeAmountMismatch},
+		{"one unit less", TypeVoucher, 199_999, ReasonCumulativeAmountMismatch},
+		{"one unit more", TypeVoucher, 200_001, ReasonChannelChargedElsewhere},
+		{"two prices ahead", TypeVoucher, 250_000, ReasonChannelChargedElsewhere},
+		{"deposit with the next voucher", TypeDeposit, 200_000, ""},
+		{"deposit ahead", TypeDeposit, 300_000, ReasonChannelChargedElsewhere},
+		{"refund at charged", TypeRefund, 150_000, ""},
+		{"refund below charged", TypeRefund, 100_000, ReasonCumulativeAmountMismatch},
+		{"refund above charged", TypeRefund, 200_000, ReasonChannelChargedElsewhere},
 	} {
 		p, err := DecodePayload(f.payload(t, tt.typ, tt.max, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := stored
-		if !tt.found {
-			c = Channel{ID: f.id}
-		}
-		m := f.terms.CheckCumulative(c, tt.found, p)
-		if (m == nil) != tt.ok {
-			t.Errorf("%s: mismatch %v, want ok %v", tt.name, m, tt.ok)
+		m := f.terms.CheckCumulative(stored, p)
+		if (m == nil) != (tt.reason == "") {
+			t.Errorf("%s: mismatch %v, want %q", tt.name, m, tt.reason)
 			continue
 		}
 		if m == nil {
 			continue
 		}
-		if m.Reason != ReasonCumulativeAmountMismatch || m.Channel.ChannelID != strings.ToLower(f.id.Hex()) {
-			t.Errorf("%s: %+v", tt.name, m)
+		if m.Reason != tt.reason || m.Ahead != (tt.reason == ReasonChannelChargedElsewhere) {
+			t.Errorf("%s: %s (ahead %v), want %s", tt.name, m.Reason, m.Ahead, tt.reason)
+			continue
 		}
-		if tt.found && (m.Channel.ChargedCumulativeAmount != "150000" || m.Channel.Balance != "1000000" || m.Channel.TotalClaimed != "50000" ||
-			m.Channel.RefundNonce != "2" || m.Voucher == nil || m.Voucher.SignedMaxClaimable != "150000" || m.Voucher.Signature != "0x07") {
+		if m.Ahead {
+			if m.Channel.ChannelID != "" || m.Voucher != nil {
+				t.Errorf("%s: a voucher ahead carries state to recover from: %+v %+v", tt.name, m.Channel, m.Voucher)
+			}
+			continue
+		}
+		if m.Channel.ChannelID != strings.ToLower(f.id.Hex()) || m.Channel.ChargedCumulativeAmount != "150000" || m.Channel.Balance != "1000000" ||
+			m.Channel.TotalClaimed != "50000" || m.Channel.RefundNonce != "2" || m.Voucher == nil || m.Voucher.SignedMaxClaimable != "150000" ||
+			m.Voucher.Signature != "0x07" {
 			t.Errorf("%s: corrective state %+v %+v", tt.name, m.Channel, m.Voucher)
 		}
 	}

@@ -45,9 +45,9 @@ type WatchObserver interface {
 	// EscrowWatched reports one pass: nil when it read the escrow's events
 	// up to the chain head.
 	EscrowWatched(err error)
-	// BatchForeignClaim counts a channel found claimed on chain beyond
-	// what this store charged (once per channel).
-	BatchForeignClaim()
+	// StopObserver counts a channel found claimed on chain beyond what
+	// this store claimed (once per channel, EvidenceClaimedElsewhere).
+	StopObserver
 }
 
 // WatcherConfig tunes the watcher.
@@ -72,7 +72,7 @@ type WatcherConfig struct {
 	OnWithdraw func(id common.Hash)
 	// Observer, when set, is told of each pass and of foreign claims.
 	Observer WatchObserver
-	// Now is the clock of ForeignClaimAt (default time.Now).
+	// Now is the clock of a stop (default time.Now).
 	Now func() time.Time
 }
 
@@ -85,10 +85,10 @@ type WatcherConfig struct {
 //     finalized (§3.5).
 //   - Claimed raises the mirrored claimed total (the claimer's own claims,
 //     and a refund's, when the claimer could not read their effect), and
-//     a newTotalClaimed beyond what the store charged marks the channel
-//     as claimed by a stranger (ForeignClaimAt), which stops its service:
-//     no claim of this store goes beyond Charged, so someone else holds
-//     vouchers this store never recorded (issue 20, item 8).
+//     a newTotalClaimed beyond what the store claimed stops the channel
+//     (EvidenceClaimedElsewhere): every claim of this store records its
+//     total before it is sent (Channel.OwnClaimed), so someone else holds
+//     vouchers of it (issue 20, item 8; issue 32).
 type Watcher struct {
 	cfg    WatcherConfig
 	logs   Logs
@@ -160,7 +160,7 @@ type WatchReport struct {
 	// Mirrored is the channels whose claimed total it raised.
 	Mirrored []common.Hash
 	// Foreign is the channels it found claimed beyond what the store
-	// charged (ForeignClaimAt set by this pass).
+	// claimed (stopped by this pass).
 	Foreign []common.Hash
 }
 
@@ -263,7 +263,7 @@ func (w *Watcher) withdrawing(ctx context.Context, lg types.Log, rep *WatchRepor
 // claimed takes in a Claimed log: it raises the channel's mirrored
 // claimed total to newTotalClaimed (never lowering it: the lookback reads
 // old events again), and marks the channel as claimed by a stranger,
-// once, when newTotalClaimed exceeds what the store charged.
+// once, when newTotalClaimed exceeds what the store claimed.
 func (w *Watcher) claimed(ctx context.Context, lg types.Log, rep *WatchReport) error {
 	if len(lg.Topics) != 3 || len(lg.Data) != 64 {
 		return nil
@@ -293,11 +293,11 @@ func (w *Watcher) claimed(ctx context.Context, lg types.Log, rep *WatchReport) e
 	}
 	if foreign {
 		rep.Foreign = append(rep.Foreign, id)
-		w.logger.ErrorContext(ctx, "escrow watcher: the escrow claimed on a channel beyond what this store charged (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
-			"channel", id, "newTotalClaimed", total, "charged", orZero(ch.Charged), "payer", ch.Config.Payer,
+		w.logger.ErrorContext(ctx, "escrow watcher: the escrow claimed on a channel beyond what this store claimed (another server claims with this receiver authorizer, or the store lost records); the channel is no longer served",
+			"channel", id, "newTotalClaimed", total, "ownClaimed", orZero(ch.OwnClaimed), "charged", orZero(ch.Charged), "payer", ch.Config.Payer,
 			"sender", common.BytesToAddress(lg.Topics[2].Bytes()), "block", lg.BlockNumber, "tx", lg.TxHash)
 		if w.cfg.Observer != nil {
-			w.cfg.Observer.BatchForeignClaim()
+			w.cfg.Observer.BatchChannelStopped(EvidenceClaimedElsewhere)
 		}
 	}
 	return nil

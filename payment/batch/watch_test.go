@@ -152,13 +152,13 @@ func claimedLog(t *testing.T, block uint64, id common.Hash, amount, newTotal int
 // TestWatcherClaimed: a Claimed event raises the channel's mirrored
 // claimed total (never lowering it; its unclaimed age is kept until
 // everything is claimed, then cleared); a newTotalClaimed beyond what the
-// store charged marks the channel as claimed by a stranger, once, and is
+// store claimed stops the channel as claimed by a stranger, once, and is
 // counted once; a stranger's channel is not created.
 func TestWatcherClaimed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newClaimWorld(t)
-	ours := w.put(1, claimSpec{charged: 100, claimed: 40, age: time.Hour})
+	ours := w.put(1, claimSpec{charged: 100, claimed: 40, ownClaimed: 100, age: time.Hour}) // our claimer is claiming it
 	robbed := w.put(2, claimSpec{charged: 50, claimed: 50})
 	stranger := common.HexToHash("0x5757")
 	chain := &watchLogs{head: 100}
@@ -208,11 +208,11 @@ func TestWatcherClaimed(t *testing.T) {
 			t.Errorf("%s: %d foreign claims counted, want %d", step.name, obs.foreign, step.counted)
 		}
 	}
-	if at := w.channel(robbed).ForeignClaimAt; !at.Equal(clT0) {
-		t.Errorf("foreign claim at %v, want %v", at, clT0)
+	if ch := w.channel(robbed); !ch.StoppedAt.Equal(clT0) || ch.StopEvidence != batch.EvidenceClaimedElsewhere {
+		t.Errorf("stopped at %v on %q, want %v on a foreign claim", ch.StoppedAt, ch.StopEvidence, clT0)
 	}
-	if !w.channel(ours).ForeignClaimAt.IsZero() {
-		t.Error("our own claims marked foreign")
+	if !w.channel(ours).StoppedAt.IsZero() {
+		t.Error("our own claims taken as foreign")
 	}
 	if _, found, _ := w.db.Channel(ctx, stranger); found {
 		t.Error("a stranger's channel was created")
