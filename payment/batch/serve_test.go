@@ -110,6 +110,9 @@ type fakeFacilitator struct {
 	afterRead func()
 	// refundErr, when set, is Refund's answer: nothing known of it.
 	refundErr error
+	// racer, when set, is another server's deposit landing just before
+	// the next one.
+	racer *big.Int
 }
 
 func (f *fakeFacilitator) snapshot() batch.OnChain {
@@ -141,6 +144,11 @@ func (f *fakeFacilitator) Verify(_ context.Context, p *batch.Payment, _ payment.
 func (f *fakeFacilitator) Deposit(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Outcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.racer != nil {
+		// Another server's deposit lands first, in the same block.
+		f.state.Balance.Add(f.state.Balance, f.racer)
+		f.racer = nil
+	}
 	f.state.Balance.Add(f.state.Balance, p.Deposit.Amount)
 	st := f.snapshot()
 	opened := st.Balance.Cmp(p.Deposit.Amount) == 0 && st.TotalClaimed.Sign() == 0
@@ -915,3 +923,109 @@ func TestServeThirdPartyDeposit(t *testing.T) {
 		t.Fatalf("next voucher, from the refreshed mirror: %d %v (verifies %d)", a.status, a.required["error"], h.fac.verifies.Load()-before)
 	}
 }
+
+// TestServeStopsOnEvidence (issue 32): a channel this server opened is
+// served while the payer's vouchers follow its books; a voucher ahead of
+// them (the payer signed for charges made at another server) is never
+// corrected: the channel stops, every later payment on it is refused with
+// the evidence (a correct voucher, a cooperative refund), nothing more is
+// charged, and the stop is counted once.
+func TestServeStopsOnEvidence(t *testing.T) {
+	p := price.Int64()
+	h := newHarness(t)
+	if a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil); a.status != http.StatusOK {
+		t.Fatalf("deposit: %d %v", a.status, a.required["error"])
+	}
+	_, id := h.payer.Channel(h.terms)
+	if c := h.store.m[id]; !c.Opened {
+		t.Fatal("the deposit that found the channel empty did not open it")
+	}
+	if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusOK {
+		t.Fatalf("voucher: %d %v", a.status, a.required["error"])
+	}
+	// Below the books: the corrective 402, as before.
+	if a := h.pay(t, batch.TypeVoucher, 2*p, 0, nil); a.status != http.StatusOK || h.handled.Load() != 2 {
+		t.Fatalf("a resend is answered from the record: %d %v", a.status, a.required["error"])
+	}
+	if a := h.pay(t, batch.TypeVoucher, p, 0, nil); a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonCumulativeAmountMismatch {
+		t.Fatalf("a voucher below the books: %d %v", a.status, a.required["error"])
+	}
+	for _, tt := range []struct {
+		name string
+		typ  string
+		max  int64
+	}{
+		{"a voucher two prices ahead", batch.TypeVoucher, 4 * p},
+		{"then the voucher the books expect", batch.TypeVoucher, 3 * p},
+		{"a deposit with the expected voucher", batch.TypeDeposit, 3 * p},
+		{"a cooperative refund", batch.TypeRefund, 2 * p},
+	} {
+		deposit := int64(0)
+		if tt.typ == batch.TypeDeposit {
+			deposit = 1_000_000
+		}
+		a := h.pay(t, tt.typ, tt.max, deposit, nil)
+		if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonChannelChargedElsewhere {
+			t.Fatalf("%s: %d %v, want refused as charged elsewhere", tt.name, a.status, a.required["error"])
+		}
+		extra := a.required["accepts"].([]any)[0].(map[string]any)["extra"].(map[string]any)
+		if extra["channelState"] != nil || extra["voucherState"] != nil {
+			t.Errorf("%s: a corrective state to sign again from: %v", tt.name, extra)
+		}
+	}
+	c := h.store.m[id]
+	if c.Charged.Int64() != 2*p || c.StopEvidence != batch.EvidenceVoucherAhead || c.StoppedAt.IsZero() || !strings.Contains(c.StopDetail, "200000 cumulative while this server charged 100000") {
+		t.Errorf("the channel after the evidence: charged %s, stopped %v on %q (%s)", c.Charged, c.StoppedAt, c.StopEvidence, c.StopDetail)
+	}
+	if h.handled.Load() != 2 || len(h.fac.refunds) != 0 || h.fac.state.Balance.Int64() != 5_000_000 {
+		t.Errorf("handler ran %d times, %d refunds, balance %s: want nothing more done", h.handled.Load(), len(h.fac.refunds), h.fac.state.Balance)
+	}
+	if n := h.stops.count(batch.EvidenceVoucherAhead); n != 1 {
+		t.Errorf("%d stops counted, want 1", n)
+	}
+}
+
+// TestServeOpening (issue 32): a deposit opens a channel only when it
+// finds it empty. One that lands just after another server's deposit
+// joins a channel another server opened: it is refused after landing
+// (the deposit stays the payer's, in the channel) and the channel stops;
+// the handler never runs. A failed handler after an opening deposit
+// keeps the opening: the payer's next deposit tops the channel up.
+func TestServeOpening(t *testing.T) {
+	p := price.Int64()
+	t.Run("joined", func(t *testing.T) {
+		h := newHarness(t)
+		h.fac.racer = big.NewInt(2_000_000)
+		a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil)
+		if a.status != http.StatusPaymentRequired || a.required["error"] != batch.ReasonChannelOpenedElsewhere {
+			t.Fatalf("a deposit joining another's channel: %d %v", a.status, a.required["error"])
+		}
+		_, id := h.payer.Channel(h.terms)
+		c := h.store.m[id]
+		if c.Opened || c.StopEvidence != batch.EvidenceOpenedElsewhere || c.Pending != nil || !strings.Contains(c.StopDetail, "stays the payer's") ||
+			c.Balance.Int64() != 7_000_000 {
+			t.Errorf("the channel: opened %v, stopped on %q (%s), pending %v, balance %s", c.Opened, c.StopEvidence, c.StopDetail, c.Pending, c.Balance)
+		}
+		if h.handled.Load() != 0 || h.stops.count(batch.EvidenceOpenedElsewhere) != 1 {
+			t.Errorf("handler ran %d times, %d stops", h.handled.Load(), h.stops.count(batch.EvidenceOpenedElsewhere))
+		}
+	})
+	t.Run("failed handler", func(t *testing.T) {
+		h := newHarness(t)
+		h.failNext.Store(true)
+		if a := h.pay(t, batch.TypeDeposit, p, 5_000_000, nil); a.status != http.StatusInternalServerError {
+			t.Fatalf("deposit with a failing handler: %d", a.status)
+		}
+		_, id := h.payer.Channel(h.terms)
+		if c := h.store.m[id]; !c.Opened || orZero(c.Charged).Sign() != 0 || c.Balance.Int64() != 5_000_000 {
+			t.Fatalf("after the failed handler: opened %v, charged %s, balance %s", c.Opened, c.Charged, c.Balance)
+		}
+		if a := h.pay(t, batch.TypeDeposit, p, 1_000_000, nil); a.status != http.StatusOK {
+			t.Fatalf("the payer's next deposit: %d %v", a.status, a.required["error"])
+		}
+		if c := h.store.m[id]; c.Charged.Int64() != p || c.Balance.Int64() != 6_000_000 || !c.StoppedAt.IsZero() {
+			t.Errorf("charged %s, balance %s, stopped %v", c.Charged, c.Balance, c.StoppedAt)
+		}
+	})
+}
+
