@@ -1028,4 +1028,3 @@ func TestServeOpening(t *testing.T) {
 		}
 	})
 }
-
