@@ -7,13 +7,16 @@
 // schema its record, both as the OpenAPI document declares them (read
 // through the payment routes' discovery), so an operation added to the
 // protos appears on both transports at once. A call's arguments are
-// checked by the catalog's rules before any payment logic; a checked call
-// is handed to the payment gate with a way to run it, and the gate
-// answers the payment the MCP way (specs/transports-v2/mcp.md) and runs
-// the call only once it is paid. The call goes through the same gRPC
-// client connection as REST, so the server's interceptors (deadlines,
-// logging, recovery, metrics) run for both, and its record is written by
-// gateway/restjson, so a tool's structuredContent is the REST body.
+// checked by the catalog's rules before any payment logic and normalized
+// as the service reads them, which is what the call buys (a resend that
+// spells them otherwise is the same call); a checked call is handed to
+// the payment gate with a way to run it, and the gate answers the
+// payment the MCP way (specs/transports-v2/mcp.md) and runs the call only
+// once it is paid. The call goes through the same gRPC client connection
+// as REST, so the server's interceptors (deadlines, logging, recovery,
+// metrics) run for both, and its record is written by gateway/restjson,
+// so a tool's structuredContent is the REST body. The errors the server
+// itself answers carry standard JSON-RPC codes (errors.go).
 //
 // The server is stateless: every POST stands alone, so any replica answers
 // any request and nothing is kept between calls.
@@ -164,10 +167,15 @@ func (c *caller) handler(gate Gate) mcp.ToolHandler {
 		if m := req.Params.GetMeta(); m != nil {
 			pay = m[payment.MetaPayment]
 		}
-		return gate.CallTool(ctx, payment.ToolCall{
+		r, err := gate.CallTool(ctx, payment.ToolCall{
 			Name: c.op.Name, Arguments: args, Payment: pay,
 			Run: func(ctx context.Context) *payment.Response { return c.call(ctx, args) },
 		})
+		if err != nil { // a tool the gate does not price: a wiring mistake
+			c.logger.ErrorContext(ctx, "mcp: gate refused the tool", "tool", c.op.Name, "err", err)
+			return nil, internalError()
+		}
+		return r, nil
 	}
 }
 

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -35,16 +37,21 @@ func (c fakeConn) Invoke(_ context.Context, method string, req, resp any, _ ...g
 	return c.invoke(method, req, resp)
 }
 
-// fakeGate records the calls it is given and runs them, unpaid.
+// fakeGate records the calls it is given and runs them, unpaid; with
+// err set it refuses them, as the gate refuses a tool it does not price.
 type fakeGate struct {
 	mu    sync.Mutex
 	calls []payment.ToolCall
+	err   error
 }
 
 func (g *fakeGate) CallTool(ctx context.Context, c payment.ToolCall) (*mcp.CallToolResult, error) {
 	g.mu.Lock()
 	g.calls = append(g.calls, c)
 	g.mu.Unlock()
+	if g.err != nil {
+		return nil, g.err
+	}
 	r := c.Run(ctx)
 	return &mcp.CallToolResult{IsError: r.Failed(), Content: []mcp.Content{&mcp.TextContent{Text: string(r.Body())}}}, nil
 }
@@ -105,8 +112,8 @@ func TestToolCalls(t *testing.T) {
 		{"unknown argument", "regime", map[string]any{"x": 1}, nil, false, "", `takes no arguments`},
 		{"missing path argument", "rugcheck", nil, nil, false, "", `"addr\" is required`},
 		{"clamped and paid", "forecast", map[string]any{"product": "ETH-USD", "pred_len": 500}, mcp.Meta{payment.MetaPayment: "abc"}, true, "pred_len=48&product=ETH-USD", `"predLen":48`},
-		{"null is absent", "forecast", map[string]any{"pred_len": nil}, nil, true, "", `"product":"ETH-USD"`},
-		{"an RPC error is REST's", "rugcheck", map[string]any{"addr": "0x00000000000000000000000000000000000000aa"}, nil, true, "addr=0x00000000000000000000000000000000000000aa", `{"error":"not_found","message":"no such token","status":404`},
+		{"null is the default", "forecast", map[string]any{"pred_len": nil}, nil, true, "pred_len=24&product=BTC-USD", `"product":"ETH-USD"`},
+		{"an RPC error is REST's", "rugcheck", map[string]any{"addr": "0x00000000000000000000000000000000000000aa"}, nil, true, "addr=0x00000000000000000000000000000000000000AA", `{"error":"not_found","message":"no such token","status":404`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			gate.mu.Lock()
@@ -137,9 +144,118 @@ func TestToolCalls(t *testing.T) {
 			}
 		})
 	}
-	if f, ok := got.(*tollgatev1.GetRugCheckRequest); !ok || f.GetAddr() != "0x00000000000000000000000000000000000000aa" {
+	if f, ok := got.(*tollgatev1.GetRugCheckRequest); !ok || f.GetAddr() != "0x00000000000000000000000000000000000000AA" {
 		t.Errorf("the last RPC request was %v", got)
 	}
+}
+
+// TestResentSpellings: what a tool call buys is its arguments as the
+// service reads them (payment.ToolCall.Arguments, the resource a spent
+// payment is recorded with), so a resend that spells the same call
+// otherwise (an address in another case, an integer clamped to the same
+// bound, a default written or left out) reaches the gate with the same
+// arguments and gets the recorded answer; another call does not.
+func TestResentSpellings(t *testing.T) {
+	t.Parallel()
+	conn := fakeConn{invoke: func(string, any, any) error { return nil }}
+	session, gate := newTestServer(t, conn)
+	const lower, mixed, upper = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913"
+	for _, tt := range []struct {
+		name         string
+		tool         string
+		paid, resent map[string]any
+		same         bool
+	}{
+		{"rugcheck: address in lowercase, then checksummed", "rugcheck", map[string]any{"addr": lower}, map[string]any{"addr": mixed}, true},
+		{"rugcheck: address checksummed, then in capitals", "rugcheck", map[string]any{"addr": mixed}, map[string]any{"addr": upper}, true},
+		{"token: address in capitals, then in lowercase", "token", map[string]any{"addr": upper}, map[string]any{"addr": lower}, true},
+		{"forecast: clamped to the bound", "forecast", map[string]any{"pred_len": 48}, map[string]any{"pred_len": 500}, true},
+		{"forecast: defaults left out, then written", "forecast", map[string]any{}, map[string]any{"product": "BTC-USD", "pred_len": 24}, true},
+		{"candles: a default as null", "candles", map[string]any{"granularity": nil}, map[string]any{"granularity": 3600}, true},
+		{"rugcheck: another address", "rugcheck", map[string]any{"addr": lower}, map[string]any{"addr": "0x833589fcd6edb6e08f4c7c32d4f71b54bda02914"}, false},
+		{"forecast: another length", "forecast", map[string]any{"pred_len": 24}, map[string]any{"pred_len": 12}, false},
+		{"forecast: another product", "forecast", map[string]any{}, map[string]any{"product": "ETH-USD"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, args := range []map[string]any{tt.paid, tt.resent} {
+				gate.mu.Lock()
+				before := len(gate.calls)
+				gate.mu.Unlock()
+				r, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.tool, Arguments: args, Meta: mcp.Meta{payment.MetaPayment: "abc"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gate.mu.Lock()
+				calls := gate.calls[before:]
+				gate.mu.Unlock()
+				if len(calls) != 1 {
+					t.Fatalf("%v: the gate got %d calls (%s)", args, len(calls), r.Content[0].(*mcp.TextContent).Text)
+				}
+				got = append(got, payment.ToolResource(calls[0].Name)+"?"+calls[0].Arguments.Encode())
+			}
+			if same := payment.SameResource(got[0], got[1]); same != tt.same {
+				t.Errorf("paid %s, resent %s: the same call %v, want %v", got[0], got[1], same, tt.same)
+			}
+		})
+	}
+}
+
+// TestErrorCodes: every JSON-RPC error of the server has a standard code
+// (none is 0): a resource read of a URI or a /demo/{op} that names
+// nothing is invalid params (-32602, MCP's "resource not found") with the
+// URI in its data; a read the server or its upstream fails is an internal
+// error (-32603), as is a tool the gate does not price.
+func TestErrorCodes(t *testing.T) {
+	t.Parallel()
+	conn := fakeConn{invoke: func(method string, req, _ any) error {
+		switch req.(*tollgatev1.GetDemoRequest).GetOp() {
+		case "whales":
+			return status.Error(codes.Unavailable, "the scan is not ready")
+		case "lanes":
+			return errors.New("connection reset") // no status: the caller's own failure
+		}
+		return nil
+	}}
+	session, gate := newTestServer(t, conn)
+	const base = "http://tollgate.test"
+	for _, tt := range []struct {
+		name     string
+		uri      string
+		wantCode int64
+		wantText string // in the message or the data
+	}{
+		{"a demo of no operation", base + "/demo/nothing", jsonrpc.CodeInvalidParams, `"error":"not_found"`},
+		{"a demo of no name", base + "/demo/", jsonrpc.CodeInvalidParams, `"error":"not_found"`},
+		{"an escaped path", base + "/demo/%zz", jsonrpc.CodeInvalidParams, `"uri"`},
+		{"a URI of no resource", base + "/nothing", jsonrpc.CodeInvalidParams, `"uri"`},
+		{"another host", "http://elsewhere.test/demo/whales", jsonrpc.CodeInvalidParams, `"uri"`},
+		{"an upstream down", base + "/demo/whales", jsonrpc.CodeInternalError, `the scan is not ready`},
+		{"a failure of the server", base + "/demo/lanes", jsonrpc.CodeInternalError, `"error":"internal"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := session.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: tt.uri})
+			var rpcErr *jsonrpc.Error
+			if !errors.As(err, &rpcErr) {
+				t.Fatalf("read %s: %v, want a JSON-RPC error", tt.uri, err)
+			}
+			var data struct{ URI string }
+			_ = json.Unmarshal(rpcErr.Data, &data)
+			if rpcErr.Code != tt.wantCode || data.URI != tt.uri || !strings.Contains(rpcErr.Message+string(rpcErr.Data), tt.wantText) {
+				t.Errorf("read %s: code %d %q data %s, want code %d with the URI and %s", tt.uri, rpcErr.Code, rpcErr.Message, rpcErr.Data, tt.wantCode, tt.wantText)
+			}
+		})
+	}
+	t.Run("a tool the gate does not price", func(t *testing.T) {
+		gate.mu.Lock()
+		gate.err = errors.New(`gate: no paid operation called "regime"`)
+		gate.mu.Unlock()
+		_, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "regime"})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInternalError || strings.Contains(rpcErr.Message, "gate") {
+			t.Errorf("call: %v, want an internal error that does not tell why", err)
+		}
+	})
 }
 
 // TestToolsFromRoutes: every paid operation is a tool, named as it, with

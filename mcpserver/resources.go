@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tollgate/tollgate/service/catalog"
 )
@@ -39,27 +41,23 @@ func addResources(s *mcp.Server, base string, cat *catalog.Catalog, newCaller fu
 }
 
 // readHandler reads the resource at a URI under base: the operation's
-// path parameters taken from the URI's path, checked by the catalog.
+// path parameters taken from the URI's path, checked by the catalog. A
+// failed read is a JSON-RPC error (readError).
 func (c *caller) readHandler(base string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		args, ok := pathArguments(c.op.Path(), strings.TrimPrefix(uri, base))
 		if !ok || !strings.HasPrefix(uri, base) {
-			return nil, mcp.ResourceNotFoundError(uri)
+			return nil, readError(uri, errorResponse(status.New(codes.NotFound, "no resource at "+uri)))
 		}
 		r := c.call(ctx, args)
 		if r.Failed() {
-			return nil, &resourceError{uri: uri, body: string(r.Body())}
+			return nil, readError(uri, r)
 		}
 		mime := r.ContentType()
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: string(r.Body())}}}, nil
 	}
 }
-
-// resourceError is a failed read: its message is the REST error body.
-type resourceError struct{ uri, body string }
-
-func (e *resourceError) Error() string { return "reading " + e.uri + ": " + e.body }
 
 // pathArguments matches path against the template ("/demo/{op}") and
 // returns its variables' values; ok is false when it does not match.

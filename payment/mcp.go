@@ -41,8 +41,10 @@ func ToolResource(name string) string { return "mcp://tool/" + name }
 type ToolCall struct {
 	// Name is the tool's name, the operation's.
 	Name string
-	// Arguments are the checked arguments in the REST query's form; with
-	// Name they identify what the call buys.
+	// Arguments are the checked arguments in the REST query's form, as
+	// the service reads them (every parameter, defaults written, integers
+	// clamped, addresses checksummed); with Name they identify what the
+	// call buys, so two spellings of one call buy the same thing.
 	Arguments url.Values
 	// Payment is params._meta["x402/payment"] as decoded JSON: the
 	// PaymentPayload object (the spec's form) or a string holding its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"math/big"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate/tollgate/devnet"
@@ -196,7 +198,11 @@ func TestMCPTools(t *testing.T) {
 				t.Errorf("%s: resource %s %.80q, REST %s %.80q", path, c.MIMEType, c.Text, resp.Header.Get("Content-Type"), rest.String())
 			}
 		}
-		if _, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: s.base + "/demo/nothing"}); err == nil || !strings.Contains(err.Error(), "not_found") {
+		// Invalid params, MCP's "resource not found", with the URI and
+		// REST's 404 body in its data.
+		_, err = session.ReadResource(ctx, &mcp.ReadResourceParams{URI: s.base + "/demo/nothing"})
+		if rpcErr := (*jsonrpc.Error)(nil); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams ||
+			!bytes.Contains(rpcErr.Data, []byte(`"uri":"`+s.base+`/demo/nothing"`)) || !bytes.Contains(rpcErr.Data, []byte(`"error":"not_found"`)) {
 			t.Errorf("a demo of no operation: %v", err)
 		}
 	})

@@ -76,8 +76,15 @@ type Param struct {
 	// Rule holds the constraints; never nil.
 	Rule *tollgatev1.Field
 
-	re *regexp.Regexp // compiled Rule.Pattern
+	re      *regexp.Regexp // compiled Rule.Pattern
+	address bool           // Rule.Pattern is addressPattern
 }
+
+// addressPattern is the pattern of a parameter that is an EVM address.
+// The service reads such a value with common.HexToAddress, blind to its
+// letter case, so normalize writes it in its checksummed form (EIP-55):
+// every spelling of one address is one argument, one request.
+const addressPattern = `^0x[0-9a-fA-F]{40}$`
 
 // Required reports whether the parameter must be given.
 func (p *Param) Required() bool { return p.In == InPath }
@@ -272,6 +279,7 @@ func checkParamDecl(p *Param) error {
 			}
 			p.re = re
 		}
+		p.address = r.GetPattern() == addressPattern
 	case p.Integer():
 		if len(r.GetEnum()) > 0 || r.GetPattern() != "" {
 			return fmt.Errorf("parameter %s: string rules on an integer", p.Name)

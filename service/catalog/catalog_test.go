@@ -142,6 +142,59 @@ func TestCheckHTTP(t *testing.T) {
 	}
 }
 
+// TestCheckArguments: a tool call's arguments come back as the request
+// the service runs, as text: addresses checksummed whatever their case,
+// integers clamped, the defaults of absent (or null) parameters written,
+// so spellings of one call are one set of values; an enum value in
+// another case is no spelling of it but a refusal.
+func TestCheckArguments(t *testing.T) {
+	t.Parallel()
+	cat := load(t)
+	const checksummed = "addr=0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+	tests := []struct {
+		name    string
+		op      string
+		args    string
+		want    string // the normalized arguments, encoded
+		wantErr string // offending parameter, "" for success
+	}{
+		{name: "address lowercase", op: "rugcheck", args: `{"addr":"0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"}`, want: checksummed},
+		{name: "address uppercase", op: "rugcheck", args: `{"addr":"0x833589FCD6EDB6E08F4C7C32D4F71B54BDA02913"}`, want: checksummed},
+		{name: "address checksummed", op: "rugcheck", args: `{"addr":"0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}`, want: checksummed},
+		{name: "every address parameter", op: "token", args: `{"addr":"0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"}`, want: checksummed},
+		{name: "address short", op: "rugcheck", args: `{"addr":"0x833589fcd6"}`, wantErr: "addr"},
+		{name: "address missing", op: "token", args: `{}`, wantErr: "addr"},
+		{name: "defaults written", op: "candles", args: `{}`, want: "granularity=3600&product=ETH-USD"},
+		{name: "defaults given", op: "candles", args: `{"product":"ETH-USD","granularity":3600}`, want: "granularity=3600&product=ETH-USD"},
+		{name: "null is the default", op: "forecast", args: `{"pred_len":null}`, want: "pred_len=24&product=BTC-USD"},
+		{name: "clamped", op: "forecast", args: `{"pred_len":500}`, want: "pred_len=48&product=BTC-USD"},
+		{name: "at the bound", op: "forecast", args: `{"pred_len":48,"product":"BTC-USD"}`, want: "pred_len=48&product=BTC-USD"},
+		{name: "minus zero", op: "forecast", args: `{"pred_len":-0}`, want: "pred_len=1&product=BTC-USD"},
+		{name: "enum in another case", op: "forecast", args: `{"product":"btc-usd"}`, wantErr: "product"},
+		{name: "no parameters", op: "regime", args: ``, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			op, ok := cat.ByName(tt.op)
+			if !ok {
+				t.Fatalf("no operation %q", tt.op)
+			}
+			got, err := op.CheckArguments([]byte(tt.args))
+			if tt.wantErr != "" {
+				var pe *catalog.ParamError
+				if !errors.As(err, &pe) || pe.Param != tt.wantErr {
+					t.Fatalf("CheckArguments(%s) = %v, %v; want a ParamError for %q", tt.args, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Encode() != tt.want {
+				t.Errorf("CheckArguments(%s) = %q, %v; want %q", tt.args, got.Encode(), err, tt.want)
+			}
+		})
+	}
+}
+
 func TestApply(t *testing.T) {
 	t.Parallel()
 	cat := load(t)
@@ -168,6 +221,8 @@ func TestApply(t *testing.T) {
 		{name: "signal default", op: "signal", req: &tollgatev1.GetSignalRequest{},
 			want: &tollgatev1.GetSignalRequest{Product: str("ETH-USD")}},
 		{name: "rugcheck empty address", op: "rugcheck", req: &tollgatev1.GetRugCheckRequest{}, wantErr: "addr"},
+		{name: "address checksummed", op: "token", req: &tollgatev1.GetTokenRequest{Addr: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"},
+			want: &tollgatev1.GetTokenRequest{Addr: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}},
 		{name: "wrong message", op: "rugcheck", req: &tollgatev1.GetTokenRequest{Addr: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"}, wantErr: "-"},
 	}
 	for _, tt := range tests {

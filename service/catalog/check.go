@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ethereum/go-ethereum/common"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -126,8 +127,12 @@ func (o *Operation) CheckHTTP(pathValue func(name string) string, query url.Valu
 // JSON object of parameter names to values (a string parameter's value a
 // JSON string, an integer's a JSON integer; null is the same as absent),
 // by the rules CheckHTTP applies to a REST request: unknown parameters
-// are refused and the path's are required. It returns every given
-// parameter, path and query alike, as normalized text.
+// are refused and the path's are required. It returns the request the
+// service will run as normalized text, every parameter, path and query
+// alike, given or defaulted: two calls that differ only in spelling
+// (an address's letter case, an integer clamped to the same bound, a
+// default left out or written) get the same values, so they identify
+// the same paid call.
 func (o *Operation) CheckArguments(raw json.RawMessage) (url.Values, error) {
 	var args map[string]json.RawMessage
 	if len(raw) > 0 {
@@ -161,9 +166,20 @@ func (o *Operation) CheckArguments(raw json.RawMessage) (url.Values, error) {
 		}
 		out.Set(name, n)
 	}
-	for _, p := range o.Params {
-		if p.Required() && !out.Has(p.Name) {
+	for i := range o.Params {
+		p := &o.Params[i]
+		if out.Has(p.Name) {
+			continue
+		}
+		if p.Required() {
 			return nil, &ParamError{Param: p.Name, Problem: "is required"}
+		}
+		if d := p.Rule.GetDefault(); d != "" {
+			n, err := p.normalize(d) // checked when the catalog was built
+			if err != nil {
+				return nil, err
+			}
+			out.Set(p.Name, n)
 		}
 	}
 	return out, nil
@@ -269,7 +285,10 @@ func (p *Param) check(text string) error {
 }
 
 // normalize checks one raw value against the rule and returns it as the
-// service reads it: clamped integers are rewritten into range.
+// service reads it: clamped integers are rewritten into range, integers
+// written in their plain decimal form ("+07" is "7"), addresses
+// checksummed. Enum values are matched exactly, so no other spelling of
+// one gets this far.
 func (p *Param) normalize(text string) (string, error) {
 	r := p.Rule
 	fail := func(problem string, accepted []string) (string, error) {
@@ -281,6 +300,9 @@ func (p *Param) normalize(text string) (string, error) {
 		}
 		if p.re != nil && !p.re.MatchString(text) {
 			return fail(fmt.Sprintf("value %q does not match %s", text, r.GetPattern()), nil)
+		}
+		if p.address {
+			return common.HexToAddress(text).Hex(), nil
 		}
 		return text, nil
 	}
