@@ -176,9 +176,10 @@ type replica struct {
 
 // cluster is the production layout of docs/storage.md on loopback: one
 // PostgreSQL database, one `tollgate devnet` chain, replicas of `tollgate
-// serve` sharing both, and HAProxy (deploy/haproxy.cfg) in front.
+// serve` sharing both, and HAProxy (deploy/haproxy.cfg) in front; or, by
+// clusterConfig.stores, replicas each with a store of its own.
 type cluster struct {
-	database  string // postgres:// URL of the shared store
+	database  string // postgres:// URL of the shared store; empty unless sharedPostgres
 	devnetURL string
 	devnet    *process
 	desc      *devnet.Description
@@ -193,15 +194,31 @@ type clusterConfig struct {
 	replicas      int
 	whaleInterval time.Duration // serve --whale-interval
 	serveArgs     []string      // more flags of every serve
+	stores        storeLayout   // where the replicas keep their books
 }
+
+// storeLayout is where a cluster's replicas keep their books.
+type storeLayout int
+
+const (
+	// sharedPostgres: one PostgreSQL database, every replica's --database
+	// (the production layout of docs/storage.md).
+	sharedPostgres storeLayout = iota
+	// ownPostgres: a PostgreSQL database of its own for each replica.
+	ownPostgres
+	// ownSQLite: no --database; each replica's SQLite in its own --data-dir.
+	ownSQLite
+)
 
 // startCluster starts a cluster for t and stops it when t ends, printing
 // the processes' logs if t failed.
 func startCluster(t testing.TB, cfg clusterConfig) *cluster {
 	t.Helper()
 	haproxy := haproxyPath(t)
-	database := pgtest.URL(t)
-	c := &cluster{database: database, bin: tollgateBinary(t)}
+	c := &cluster{bin: tollgateBinary(t)}
+	if cfg.stores == sharedPostgres {
+		c.database = pgtest.URL(t)
+	}
 	logs := t.TempDir()
 	var all []*process
 	t.Cleanup(func() {
@@ -239,12 +256,18 @@ func startCluster(t testing.TB, cfg clusterConfig) *cluster {
 	for i := range cfg.replicas {
 		addr, adminAddr := freeAddr(t), freeAddr(t)
 		r := &replica{base: "http://" + addr, admin: "http://" + adminAddr, process: &process{name: fmt.Sprintf("replica%d", i+1), path: c.bin, args: []string{
-			"serve", "--devnet-url", c.devnetURL, "--database", database,
+			"serve", "--devnet-url", c.devnetURL,
 			"--http", addr, "--grpc", freeAddr(t), "--public-url", c.lb,
 			"--data-dir", t.TempDir(), "--whale-interval", cfg.whaleInterval.String(), "--log-format", "json",
 			"--admin", adminAddr, "--drain-delay", "1500ms",
 			"--trusted-proxies", "127.0.0.1", // HAProxy's X-Forwarded-For names the client
 		}}}
+		switch {
+		case cfg.stores == ownPostgres:
+			r.args = append(r.args, "--database", pgtest.URL(t))
+		case c.database != "":
+			r.args = append(r.args, "--database", c.database)
+		}
 		r.args = append(r.args, cfg.serveArgs...)
 		run(r.process)
 		c.replicas = append(c.replicas, r)

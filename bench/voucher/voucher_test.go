@@ -37,17 +37,22 @@ var (
 	price = big.NewInt(10_000)
 )
 
-// chain answers the facilitator's questions from memory: every channel
-// holds a large deposit.
-type chain struct{}
+// chain answers the facilitator's questions from memory: a channel holds
+// a large deposit once its first deposit, which opens it, landed.
+type chain struct{ opened *sync.Map }
 
-func (chain) Verify(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Verdict, error) {
-	return batch.Verdict{Valid: true, Payer: p.Config.Payer, State: batch.OnChain{Balance: big.NewInt(1e12), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}}, nil
+func (c chain) Verify(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Verdict, error) {
+	st := batch.OnChain{Balance: new(big.Int), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}
+	if _, ok := c.opened.Load(p.ChannelID); ok {
+		st.Balance = big.NewInt(1e12)
+	}
+	return batch.Verdict{Valid: true, Payer: p.Config.Payer, State: st}, nil
 }
 
-func (chain) Deposit(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Outcome, error) {
+func (c chain) Deposit(_ context.Context, p *batch.Payment, _ payment.RequirementsV2, _ []byte) (batch.Outcome, error) {
+	_, was := c.opened.LoadOrStore(p.ChannelID, true)
 	st := batch.OnChain{Balance: big.NewInt(1e12), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}
-	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st}, nil
+	return batch.Outcome{Success: true, Tx: common.HexToHash("0xd0"), Amount: p.Deposit.Amount, State: &st, Opened: !was}, nil
 }
 
 func (chain) Claim(context.Context, []batch.Claim, []byte) (batch.Outcome, error) {
@@ -70,7 +75,7 @@ func newServer(b *testing.B, st batch.Store) *server {
 	b.Helper()
 	authorizer, _ := crypto.GenerateKey()
 	escrow := batch.Escrow{ChainID: big.NewInt(8453), Address: batch.EscrowAddress}
-	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: authorizer, WithdrawDelay: 3600}, st, chain{})
+	scheme, err := batch.NewServer(batch.ServerConfig{Escrow: escrow, Authorizer: authorizer, WithdrawDelay: 3600}, st, chain{opened: new(sync.Map)})
 	if err != nil {
 		b.Fatal(err)
 	}
