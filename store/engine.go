@@ -84,7 +84,9 @@ func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	dsn := "file:" + filepath.Join(dir, "tollgate.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(FULL)&_txlock=immediate"
+	// The busy timeout comes first: the pragmas run in order, and switching
+	// a new database to WAL waits for a lock another opener may hold.
+	dsn := "file:" + filepath.Join(dir, "tollgate.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
