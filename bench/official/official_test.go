@@ -61,7 +61,6 @@ package official
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"encoding/base64"
 	"encoding/json"
@@ -69,12 +68,10 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,16 +80,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
 
+	"github.com/tollgate/tollgate/bench/rig"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/devnet/devnettest"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
-	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/store/pgtest"
 )
 
@@ -126,15 +120,15 @@ func BenchmarkVoucherVsOfficial(b *testing.B) {
 	dir := nodeDir(b)
 	bin := *tollgateBin
 	if bin == "" {
-		bin = buildTollgate(b)
+		bin = rig.BuildTollgate(b)
 	}
-	price := routePrice(b)
+	price := rig.RoutePrice(b, route)
 	deposit := new(big.Int).Mul(price, big.NewInt(depositCalls))
 	for _, st := range []string{"sqlite", "postgres"} {
 		b.Run(st, func(b *testing.B) {
 			chainURL, tg := startTollgate(b, bin, st, deposit)
 			official := startOfficial(b, dir, chainURL, price, deposit)
-			keys := fundPayers(b, chainURL, new(big.Int).Mul(price, big.NewInt(2*(depositCalls+10))))
+			keys := rig.FundPayers(b, chainURL, payers, new(big.Int).Mul(price, big.NewInt(2*(depositCalls+10))), []uint32{2, 3, 4, 5, 6, 7, 8})
 			servers := []*server{{name: "tollgate", url: tg.url, cpu: tg.cpu}, {name: "official", url: official.url, cpu: official.cpu}}
 			// The payers deposit here, once per server, since the leaf
 			// runs more than once (b.N = 1 first). The official
@@ -207,39 +201,6 @@ func nodeDir(b *testing.B) string {
 	return dir
 }
 
-// buildTollgate builds cmd/tollgate into a temporary directory.
-func buildTollgate(b *testing.B) string {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			b.Fatal("no go command to build cmd/tollgate")
-		}
-	}
-	bin := filepath.Join(b.TempDir(), "tollgate")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/tollgate/tollgate/cmd/tollgate").CombinedOutput()
-	if err != nil {
-		b.Fatalf("go build ./cmd/tollgate: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// routePrice is the catalog's price of route, in atomic token units.
-func routePrice(b *testing.B) *big.Int {
-	cat, err := catalog.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
-	op, ok := cat.ByName(route)
-	if !ok || !op.Paid() {
-		b.Fatalf("%s is not a paid operation", route)
-	}
-	p, err := payment.AtomicAmount(op.PriceUSD, devnet.TokenDecimals)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
-}
-
 // proc is a process of the benchmark, stopped when b ends.
 type proc struct {
 	cmd   *exec.Cmd
@@ -293,7 +254,7 @@ func start(b *testing.B, cmd *exec.Cmd, captureStdout bool, grace time.Duration)
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	p.cpu = func() float64 { return procCPU(cmd.Process.Pid) }
+	p.cpu = func() float64 { return rig.ProcCPU(cmd.Process.Pid) }
 	go func() { _ = cmd.Wait(); close(done) }()
 	b.Cleanup(func() {
 		_ = p.stdin.Close()
@@ -306,17 +267,6 @@ func start(b *testing.B, cmd *exec.Cmd, captureStdout bool, grace time.Duration)
 		}
 	})
 	return p
-}
-
-// freeAddr returns a loopback address no one listens on, for a process
-// that binds it itself.
-func freeAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // tollgateEnv is this process's environment without TOLLGATE_ variables,
@@ -335,8 +285,8 @@ func tollgateEnv() []string {
 // as its minimum deposit, and returns the chain's JSON-RPC URL and the
 // server.
 func startTollgate(b *testing.B, bin, st string, deposit *big.Int) (string, *proc) {
-	httpAddr := freeAddr(b)
-	args := []string{"serve", "--http", httpAddr, "--public-url", "http://" + httpAddr, "--grpc", freeAddr(b), "--admin", freeAddr(b),
+	httpAddr := rig.FreeAddr(b)
+	args := []string{"serve", "--http", httpAddr, "--public-url", "http://" + httpAddr, "--grpc", rig.FreeAddr(b), "--admin", rig.FreeAddr(b),
 		"--data-dir", b.TempDir(), "--log-level", "warn",
 		// One loopback address stands for all 16 payers: the per-client
 		// rate limits would measure the load generator, not the server.
@@ -350,7 +300,7 @@ func startTollgate(b *testing.B, bin, st string, deposit *big.Int) (string, *pro
 	var chainURL, db string
 	switch st {
 	case "sqlite":
-		rpc := freeAddr(b)
+		rpc := rig.FreeAddr(b)
 		chainURL = "http://" + rpc
 		args = append(args, "--devnet-rpc", rpc)
 	case "postgres":
@@ -364,7 +314,7 @@ func startTollgate(b *testing.B, bin, st string, deposit *big.Int) (string, *pro
 	p.url = "http://" + httpAddr
 	if db != "" {
 		pid := cmd.Process.Pid
-		p.cpu = func() float64 { return procCPU(pid) + clusterCPU(db) }
+		p.cpu = func() float64 { return rig.ProcCPU(pid) + rig.ClusterCPU(db) }
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -389,57 +339,6 @@ func startTollgate(b *testing.B, bin, st string, deposit *big.Int) (string, *pro
 // usd writes atomic units of the 6-decimal token as USD.
 func usd(atomic *big.Int) string {
 	return new(big.Rat).SetFrac(atomic, big.NewInt(1_000_000)).FloatString(6)
-}
-
-// clusterCPU returns the CPU seconds the PostgreSQL cluster serving db
-// (a postgres:// URL) has used so far: its postmaster and live backends,
-// and the backends it has reaped. 0 when /proc cannot say.
-func clusterCPU(db string) float64 {
-	_, rest, _ := strings.Cut(db, "@")
-	hostPort, _, _ := strings.Cut(rest, "/")
-	_, port, err := net.SplitHostPort(hostPort)
-	if err != nil {
-		return 0
-	}
-	entries, _ := os.ReadDir("/proc")
-	master := 0
-	parents := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f := statFields(pid)
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parents[pid] = ppid
-		if master == 0 {
-			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			args := strings.Split(string(cmd), "\x00")
-			if len(args) > 0 && strings.HasSuffix(args[0], "/postgres") {
-				if i := slices.Index(args, "-p"); i >= 0 && i+1 < len(args) && args[i+1] == port {
-					master = pid
-				}
-			}
-		}
-	}
-	if master == 0 {
-		return 0
-	}
-	total := 0.0
-	if f := statFields(master); len(f) >= 15 {
-		cu, _ := strconv.ParseFloat(f[13], 64)
-		cs, _ := strconv.ParseFloat(f[14], 64)
-		total += (cu + cs) / clockTicks
-	}
-	for pid, ppid := range parents {
-		if pid == master || ppid == master {
-			total += procCPU(pid)
-		}
-	}
-	return total
 }
 
 // offersBatch reports whether the 402 of url offers batch-settlement.
@@ -500,76 +399,6 @@ func readLine(r *bufio.Reader, d time.Duration) ([]byte, error) {
 	}
 }
 
-// fundPayers makes payers fresh keys and sends each amount of the devnet
-// token from test accounts #2-#8 (each gives at most three), waiting
-// for every transfer to land. The payers need no ETH: deposits are
-// ERC-3009 authorizations that the facilitators send, vouchers are
-// signatures.
-func fundPayers(b *testing.B, chainURL string, amount *big.Int) []*ecdsa.PrivateKey {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	desc, err := devnet.Fetch(ctx, http.DefaultClient, chainURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ec, err := ethclient.Dial(chainURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ec.Close()
-	gasPrice, err := ec.SuggestGasPrice(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer := types.LatestSignerForChainID(big.NewInt(devnet.ChainID))
-	const firstFunder, funders = 2, 7
-	nonces := map[int]uint64{}
-	keys := make([]*ecdsa.PrivateKey, payers)
-	var txs []*types.Transaction
-	for i := range keys {
-		if keys[i], err = crypto.GenerateKey(); err != nil {
-			b.Fatal(err)
-		}
-		idx := firstFunder + i%funders
-		from, err := devnet.DeriveKey(desc.Mnemonic, uint32(idx))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, ok := nonces[idx]; !ok {
-			if nonces[idx], err = ec.PendingNonceAt(ctx, crypto.PubkeyToAddress(from.PublicKey)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		data := append(crypto.Keccak256([]byte("transfer(address,uint256)"))[:4],
-			append(common.LeftPadBytes(crypto.PubkeyToAddress(keys[i].PublicKey).Bytes(), 32), common.LeftPadBytes(amount.Bytes(), 32)...)...)
-		tx, err := types.SignNewTx(from, signer, &types.LegacyTx{Nonce: nonces[idx], GasPrice: gasPrice, Gas: 300_000, To: &desc.Token.Address, Data: data})
-		if err != nil {
-			b.Fatal(err)
-		}
-		nonces[idx]++
-		if err := ec.SendTransaction(ctx, tx); err != nil {
-			b.Fatalf("fund payer %d from #%d: %v", i, idx, err)
-		}
-		txs = append(txs, tx)
-	}
-	for _, tx := range txs {
-		for {
-			r, err := ec.TransactionReceipt(ctx, tx.Hash())
-			if err == nil {
-				if r.Status != types.ReceiptStatusSuccessful {
-					b.Fatalf("funding transfer %s failed", tx.Hash())
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				b.Fatalf("funding transfer %s: no receipt: %v", tx.Hash(), err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return keys
-}
-
 // driver is a load whose payers have deposited: run makes n voucher
 // calls per payer, all payers at once.
 type driver interface {
@@ -594,7 +423,7 @@ type result struct {
 
 // measure runs a round of n calls per payer, timing it and the CPU spent.
 func measure(b *testing.B, n int, d driver, serverCPU func() float64) *result {
-	s0, c0, self0 := serverCPU(), d.cpu(), procCPU(os.Getpid())
+	s0, c0, self0 := serverCPU(), d.cpu(), rig.ProcCPU(os.Getpid())
 	busy0, total0 := machineCPU()
 	r := d.run(b, n)
 	r.serverCPU, r.clientCPU = serverCPU()-s0, d.cpu()-c0
@@ -604,7 +433,7 @@ func measure(b *testing.B, n int, d driver, serverCPU func() float64) *result {
 	// runs, the Go client) is not the others'.
 	r.others = r.machineBusy - r.serverCPU - r.clientCPU
 	if _, inProcess := d.(*goLoad); !inProcess {
-		r.others -= procCPU(os.Getpid()) - self0
+		r.others -= rig.ProcCPU(os.Getpid()) - self0
 	}
 	if r.Failed > 0 {
 		b.Errorf("%d of %d calls failed, e.g.:\n%s", r.Failed, r.Calls, strings.Join(r.Errors, "\n"))
@@ -758,7 +587,7 @@ func (g *goLoad) call(p *goPayer, wantDeposit bool) string {
 }
 
 func (g *goLoad) close()       {}
-func (g *goLoad) cpu() float64 { return procCPU(os.Getpid()) }
+func (g *goLoad) cpu() float64 { return rig.ProcCPU(os.Getpid()) }
 
 func (g *goLoad) run(b *testing.B, n int) *result {
 	r := &result{}
@@ -868,29 +697,6 @@ func cpuPerCall(rs []*result) float64 {
 		calls += r.Calls
 	}
 	return cpu / float64(max(calls, 1))
-}
-
-// procCPU returns the user + system CPU seconds process pid has used, 0
-// when /proc cannot say.
-func procCPU(pid int) float64 {
-	f := statFields(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / clockTicks
-}
-
-// statFields returns the fields of /proc/PID/stat after the command name
-// (state first, then ppid, …; utime is [11]), nil when it cannot be read.
-func statFields(pid int) []string {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(raw) // the command name, in parentheses, may hold spaces
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.

@@ -67,17 +67,13 @@
 package outside
 
 import (
-	"context"
-	"crypto/ecdsa"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,15 +87,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/ethclient"
-
+	"github.com/tollgate/tollgate/bench/rig"
 	"github.com/tollgate/tollgate/devnet"
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/batch"
-	"github.com/tollgate/tollgate/service/catalog"
 	"github.com/tollgate/tollgate/store/pgtest"
 )
 
@@ -113,8 +104,9 @@ const (
 	payers = 16
 	route  = "regime" // a cheap handler: the regime of cached closes
 	// depositCalls is how many prices each channel's deposit covers: the
-	// voucher calls a payer can make over a leaf's runs.
-	depositCalls = 8000
+	// voucher calls a payer can make over a leaf's runs. Two payers share
+	// a funded test account's 1,000 USD: at most 10,000 calls of $0.05.
+	depositCalls = 9900
 	// requireWrkEnv turns a missing wrk into a failure.
 	requireWrkEnv = "TOLLGATE_REQUIRE_WRK"
 )
@@ -124,9 +116,9 @@ func BenchmarkOutside(b *testing.B) {
 	wrk := wrkPath(b)
 	bin := *tollgateBin
 	if bin == "" {
-		bin = buildTollgate(b)
+		bin = rig.BuildTollgate(b)
 	}
-	price := routePrice(b)
+	price := rig.RoutePrice(b, route)
 	for _, st := range []string{"sqlite", "postgres"} {
 		b.Run(st, func(b *testing.B) {
 			srv := startServe(b, bin, st, new(big.Int).Mul(price, big.NewInt(depositCalls)))
@@ -178,40 +170,6 @@ func wrkPath(b *testing.B) string {
 	return ""
 }
 
-// buildTollgate builds cmd/tollgate into a temporary directory: the
-// binary an operator runs.
-func buildTollgate(b *testing.B) string {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			b.Fatal("no go command to build cmd/tollgate")
-		}
-	}
-	bin := filepath.Join(b.TempDir(), "tollgate")
-	out, err := exec.Command(goBin, "build", "-o", bin, "github.com/tollgate/tollgate/cmd/tollgate").CombinedOutput()
-	if err != nil {
-		b.Fatalf("go build ./cmd/tollgate: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// routePrice is the catalog's price of route, in atomic token units.
-func routePrice(b *testing.B) *big.Int {
-	cat, err := catalog.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
-	op, ok := cat.ByName(route)
-	if !ok || !op.Paid() {
-		b.Fatalf("%s is not a paid operation", route)
-	}
-	p, err := payment.AtomicAmount(op.PriceUSD, devnet.TokenDecimals)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return p
-}
-
 // server is one `tollgate serve`, stopped when the benchmark ends.
 type server struct {
 	url   string // the public REST listener
@@ -227,10 +185,10 @@ type server struct {
 // (sqlite or postgres), announcing deposit as its minimum deposit, and
 // waits until it is ready.
 func startServe(b *testing.B, bin, st string, deposit *big.Int) *server {
-	httpAddr, adminAddr, rpcAddr := freeAddr(b), freeAddr(b), freeAddr(b)
+	httpAddr, adminAddr, rpcAddr := rig.FreeAddr(b), rig.FreeAddr(b), rig.FreeAddr(b)
 	s := &server{url: "http://" + httpAddr, admin: "http://" + adminAddr, chain: "http://" + rpcAddr,
 		log: filepath.Join(b.TempDir(), "serve.log")}
-	args := []string{"serve", "--http", httpAddr, "--public-url", s.url, "--grpc", freeAddr(b), "--admin", adminAddr,
+	args := []string{"serve", "--http", httpAddr, "--public-url", s.url, "--grpc", rig.FreeAddr(b), "--admin", adminAddr,
 		"--devnet-rpc", rpcAddr, "--data-dir", b.TempDir(),
 		"--rate-limit", "0", "--paid-rate-limit", "0",
 		"--batch-claim-threshold", "0", "--batch-claim-interval", "5m",
@@ -253,9 +211,9 @@ func startServe(b *testing.B, bin, st string, deposit *big.Int) *server {
 		b.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	s.cpu = func() float64 { return procCPU(pid) }
+	s.cpu = func() float64 { return rig.ProcCPU(pid) }
 	if db != "" {
-		s.cpu = func() float64 { return procCPU(pid) + clusterCPU(db) }
+		s.cpu = func() float64 { return rig.ProcCPU(pid) + rig.ClusterCPU(db) }
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
@@ -316,17 +274,6 @@ func get(url string) int {
 // flag defaults.
 func tollgateFree(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TOLLGATE_") })
-}
-
-// freeAddr is a loopback address free when chosen, for a child process
-// to bind.
-func freeAddr(b *testing.B) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // unpaid is the wrk phase's result.
@@ -436,7 +383,7 @@ func openChannels(b *testing.B, s *server) []*channel {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := fundPayers(b, s.chain, deposit)
+	keys := rig.FundPayers(b, s.chain, payers, deposit, []uint32{0, 2, 3, 4, 5, 6, 7, 8})
 	cs := make([]*channel, len(keys))
 	errs := make(chan error, len(keys))
 	start := time.Now()
@@ -493,76 +440,6 @@ func settleResponse(header string) (payment.SettleResponse, error) {
 	return r, nil
 }
 
-// fundPayers makes 16 fresh keys and sends each amount of the devnet
-// token from the funded test accounts #0 and #2-#8 (two payers each; #1
-// is payTo, #9 the facilitator's gas key), waiting for every transfer.
-// The payers need no ETH: deposits are ERC-3009 authorizations that the
-// facilitator sends, vouchers are signatures.
-func fundPayers(b *testing.B, chainURL string, amount *big.Int) []*ecdsa.PrivateKey {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	desc, err := devnet.Fetch(ctx, http.DefaultClient, chainURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ec, err := ethclient.Dial(chainURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ec.Close()
-	gasPrice, err := ec.SuggestGasPrice(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer := types.LatestSignerForChainID(big.NewInt(devnet.ChainID))
-	funders := []uint32{0, 2, 3, 4, 5, 6, 7, 8}
-	nonces := map[uint32]uint64{}
-	keys := make([]*ecdsa.PrivateKey, payers)
-	var txs []*types.Transaction
-	for i := range keys {
-		if keys[i], err = crypto.GenerateKey(); err != nil {
-			b.Fatal(err)
-		}
-		idx := funders[i%len(funders)]
-		from, err := devnet.DeriveKey(desc.Mnemonic, idx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, ok := nonces[idx]; !ok {
-			if nonces[idx], err = ec.PendingNonceAt(ctx, crypto.PubkeyToAddress(from.PublicKey)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		data := append(crypto.Keccak256([]byte("transfer(address,uint256)"))[:4],
-			append(common.LeftPadBytes(crypto.PubkeyToAddress(keys[i].PublicKey).Bytes(), 32), common.LeftPadBytes(amount.Bytes(), 32)...)...)
-		tx, err := types.SignNewTx(from, signer, &types.LegacyTx{Nonce: nonces[idx], GasPrice: gasPrice, Gas: 300_000, To: &desc.Token.Address, Data: data})
-		if err != nil {
-			b.Fatal(err)
-		}
-		nonces[idx]++
-		if err := ec.SendTransaction(ctx, tx); err != nil {
-			b.Fatalf("fund payer %d from #%d: %v", i, idx, err)
-		}
-		txs = append(txs, tx)
-	}
-	for _, tx := range txs {
-		for {
-			r, err := ec.TransactionReceipt(ctx, tx.Hash())
-			if err == nil {
-				if r.Status != types.ReceiptStatusSuccessful {
-					b.Fatalf("funding transfer %s failed", tx.Hash())
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				b.Fatalf("funding transfer %s: no receipt: %v", tx.Hash(), err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return keys
-}
-
 // paid is the voucher phase's result.
 type paid struct {
 	calls     int
@@ -593,7 +470,7 @@ func sendVouchers(b *testing.B, s *server, cs []*channel, n int, profiles string
 	for i, c := range cs {
 		room := new(big.Int).Sub(c.session.Balance, c.session.Charged)
 		if room.Cmp(new(big.Int).Mul(c.terms.Price, big.NewInt(int64(n)))) < 0 {
-			b.Fatalf("the deposit covers %s more vouchers a payer, not %d: run a smaller -benchtime", new(big.Int).Div(room, c.terms.Price), n)
+			b.Fatalf("the deposit covers %s more vouchers a payer, not %d: run a smaller -benchtime or -count", new(big.Int).Div(room, c.terms.Price), n)
 		}
 		for k := 1; k <= n; k++ {
 			cumulative := new(big.Int).Add(c.session.Charged, new(big.Int).Mul(c.terms.Price, big.NewInt(int64(k))))
@@ -762,73 +639,6 @@ func machineBusy() float64 {
 		busy += x
 	}
 	return busy / clockTicks
-}
-
-// procCPU is the user + system CPU seconds process pid has used, 0 when
-// /proc cannot say.
-func procCPU(pid int) float64 {
-	f := statFields(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / clockTicks
-}
-
-// clusterCPU is the CPU seconds the PostgreSQL cluster serving db (a
-// postgres:// URL) has used so far: its postmaster, its live processes
-// and those it has reaped. 0 when /proc cannot say.
-func clusterCPU(db string) float64 {
-	u, err := url.Parse(db)
-	if err != nil {
-		return 0
-	}
-	entries, _ := os.ReadDir("/proc")
-	master := 0
-	parents := map[int]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f := statFields(pid)
-		if len(f) < 2 {
-			continue
-		}
-		parents[pid], _ = strconv.Atoi(f[1])
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		args := strings.Split(string(cmd), "\x00")
-		if i := slices.Index(args, "-p"); strings.HasSuffix(args[0], "/postgres") && i > 0 && i+1 < len(args) && args[i+1] == u.Port() {
-			master = pid
-		}
-	}
-	if master == 0 {
-		return 0
-	}
-	total := 0.0
-	if f := statFields(master); len(f) >= 15 { // cutime, cstime: the reaped children's
-		cu, _ := strconv.ParseFloat(f[13], 64)
-		cs, _ := strconv.ParseFloat(f[14], 64)
-		total += (cu + cs) / clockTicks
-	}
-	for pid, ppid := range parents {
-		if pid == master || ppid == master {
-			total += procCPU(pid)
-		}
-	}
-	return total
-}
-
-// statFields is /proc/PID/stat after the command name (state first, then
-// ppid, …; utime is [11]), nil when it cannot be read.
-func statFields(pid int) []string {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	s := string(raw) // the command name, in parentheses, may hold spaces
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
