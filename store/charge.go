@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"time"
 
@@ -97,6 +98,9 @@ const chargeShards = 16
 // any size); SQLite reads, adds here (amounts of any size) and writes, in
 // its single writer's transaction.
 func (s *DB) addCharge(ctx context.Context, tx *sql.Tx, operation string, shard int64, amount string) error {
+	if d, ok := ctx.Value(deferredKey{}).(deferredTotals); ok && s.e.addCharge == "" {
+		return d.add(operation, shard, amount)
+	}
 	if s.e.addCharge != "" {
 		if _, err := s.exec(ctx, tx, s.e.addCharge, operation, shard, amount); err != nil {
 			return fmt.Errorf("charge totals: %w", err)
@@ -118,6 +122,74 @@ func (s *DB) addCharge(ctx context.Context, tx *sql.Tx, operation string, shard 
 	}
 	if _, err := s.exec(ctx, tx, upsertChargeTotal, operation, shard, count+1, total); err != nil {
 		return fmt.Errorf("charge totals: %w", err)
+	}
+	return nil
+}
+
+// deferredTotals are the charges of one update of a SQLite group commit
+// (group.go), by operation and shard: the group adds them all to
+// charge_totals once, before it commits, instead of a read and a write
+// per voucher call.
+type deferredTotals map[totalKey]*totalSum
+
+type totalKey struct {
+	operation string
+	shard     int64
+}
+
+type totalSum struct {
+	count  int64
+	amount *big.Int
+}
+
+// deferredKey carries an update's deferredTotals in its context.
+type deferredKey struct{}
+
+func (d deferredTotals) add(operation string, shard int64, amount string) error {
+	a, ok := new(big.Int).SetString(amount, 10)
+	if !ok {
+		return fmt.Errorf("charge totals: amount %q", amount)
+	}
+	k := totalKey{operation, shard}
+	if d[k] == nil {
+		d[k] = &totalSum{amount: new(big.Int)}
+	}
+	d[k].count++
+	d[k].amount.Add(d[k].amount, a)
+	return nil
+}
+
+// merge adds o to d.
+func (d deferredTotals) merge(o deferredTotals) {
+	for k, v := range o {
+		if d[k] == nil {
+			d[k] = &totalSum{amount: new(big.Int)}
+		}
+		d[k].count += v.count
+		d[k].amount.Add(d[k].amount, v.amount)
+	}
+}
+
+// addTotals adds d to charge_totals in tx: a read and a write per
+// operation and shard.
+func (s *DB) addTotals(ctx context.Context, tx *sql.Tx, d deferredTotals) error {
+	for k, v := range d {
+		var count int64
+		var sum string
+		err := s.queryRow(ctx, tx, selectChargeTotal, k.operation, k.shard).Scan(&count, &sum)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			count, sum = 0, "0"
+		case err != nil:
+			return fmt.Errorf("charge totals: %w", err)
+		}
+		total, err := addDecimal(sum, v.amount.String())
+		if err != nil {
+			return fmt.Errorf("charge totals: %w", err)
+		}
+		if _, err := s.exec(ctx, tx, upsertChargeTotal, k.operation, k.shard, count+v.count, total); err != nil {
+			return fmt.Errorf("charge totals: %w", err)
+		}
 	}
 	return nil
 }

@@ -146,8 +146,11 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	// A bounded pool per replica: three replicas stay well under
 	// PostgreSQL's default max_connections (100), and a burst of paid
 	// calls queues for a connection rather than failing to get one.
+	// Every open connection may stay idle: a pool that closes what a
+	// burst opened starts a PostgreSQL backend (a process) for each next
+	// call of the burst; idle ones go after five minutes.
 	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns / 2)
+	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := migratePostgres(ctx, db); err != nil {
 		db.Close()

@@ -20,7 +20,9 @@ import (
 // calls share one. Each update still reads the state the updates before
 // it left (they run in order, in the same transaction), an update whose
 // fn fails is rolled back to its savepoint alone, and no caller learns of
-// its update before the commit that makes it durable.
+// its update before the commit that makes it durable. The charges the
+// updates book are added to their operations' totals once per
+// transaction, not once each.
 //
 // PostgreSQL does not need it: its replicas write on many connections at
 // once, each commit its own.
@@ -117,6 +119,7 @@ func (g *group) commit(updates []*groupUpdate) {
 	defer tx.Rollback()
 	wrote := false
 	var written []*groupUpdate
+	totals := deferredTotals{} // the written updates' charges, added once
 	for _, u := range updates {
 		if err := u.ctx.Err(); err != nil {
 			u.err = err // gone before its turn: nothing done
@@ -126,7 +129,8 @@ func (g *group) commit(updates []*groupUpdate) {
 			u.err = fmt.Errorf("store: update channel: %w", err)
 			continue
 		}
-		c, w, err := g.s.apply(u, tx)
+		mine := deferredTotals{}
+		c, w, err := g.s.apply(context.WithValue(u.ctx, deferredKey{}, mine), u, tx)
 		if err != nil {
 			if _, rerr := g.s.exec(ctx, tx, rollbackToSavepoint); rerr != nil {
 				// The transaction is in an unknown state: give it up whole.
@@ -145,9 +149,16 @@ func (g *group) commit(updates []*groupUpdate) {
 		if err == nil && w {
 			wrote = true
 			written = append(written, u)
+			totals.merge(mine)
 		}
 	}
 	if !wrote {
+		return
+	}
+	if err := g.s.addTotals(ctx, tx, totals); err != nil {
+		for _, u := range written {
+			u.c, u.err = batch.Channel{}, fmt.Errorf("store: update channel: %w", err)
+		}
 		return
 	}
 	if err := tx.Commit(); err != nil {
@@ -157,15 +168,16 @@ func (g *group) commit(updates []*groupUpdate) {
 	}
 }
 
-// apply runs u in tx: from its copy when the row is still at its
-// version, else from the row.
-func (s *DB) apply(u *groupUpdate, tx *sql.Tx) (batch.Channel, bool, error) {
+// apply runs u in tx, under ctx (u's, carrying where its charges'
+// totals go): from its copy when the row is still at its version, else
+// from the row.
+func (s *DB) apply(ctx context.Context, u *groupUpdate, tx *sql.Tx) (batch.Channel, bool, error) {
 	if u.from != nil {
-		if c, ok, err := s.tryFrom(u.ctx, tx, *u.from, u.fn); ok || err != nil {
+		if c, ok, err := s.tryFrom(ctx, tx, *u.from, u.fn); ok || err != nil {
 			return c, ok, err
 		}
 	}
-	return s.applyChannel(u.ctx, tx, u.id, u.fn)
+	return s.applyChannel(ctx, tx, u.id, u.fn)
 }
 
 // The savepoint around each update of a group.
