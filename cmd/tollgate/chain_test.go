@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -131,6 +132,11 @@ func TestRugCheckScenario(t *testing.T) {
 		// (a cold check of the V2 pair's code takes about 100 ms).
 		r.Checks.Activity, r2.Checks.Activity = nil, nil
 		r.Checks.Block, r2.Checks.Block = 0, 0
+		for _, h := range []*tollgatev1.HolderShares{r.GetChecks().GetHolders(), r2.GetChecks().GetHolders()} {
+			if h != nil {
+				h.Note = numbers.ReplaceAllString(h.Note, "N") // it names the blocks it read
+			}
+		}
 		if !proto.Equal(r, r2) {
 			t.Errorf("%s: the --chain-rpc process answers differently:\n%v\n%v", c.GetName(), r, r2)
 		}
@@ -482,3 +488,6 @@ func BenchmarkRugCheckCold(b *testing.B) {
 		})
 	}
 }
+
+// numbers are the numbers in a note, among them the blocks it read.
+var numbers = regexp.MustCompile(`\d+`)
