@@ -1,6 +1,8 @@
 // Package gateway serves Tollgate's REST API: grpc-gateway's mux in front of
-// the gRPC services, reached through a client connection so that the gRPC
-// interceptors run in one place, on the server. It owns what is REST-only:
+// the gRPC services, reached through client connections so that the gRPC
+// interceptors run in one place, on the server's side: the analytics in
+// process (gateway/inprocess), discovery and /health across the gRPC
+// listener, which /health thereby proves up. It owns what is REST-only:
 // the wire JSON (enum strings, field order), the parameter checks that run
 // before a request is proxied (and before any payment logic in front of
 // it), the one error body of every non-2xx answer, and the access log.
@@ -45,8 +47,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// New returns the REST handler for the services reachable over conn.
-func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Catalog, logger *slog.Logger) (http.Handler, error) {
+// New returns the REST handler for the analytics reachable over
+// analytics and the discovery service (with /health) over discovery.
+func New(ctx context.Context, cfg Config, analytics, discovery grpc.ClientConnInterface, cat *catalog.Catalog, logger *slog.Logger) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,10 +79,10 @@ func New(ctx context.Context, cfg Config, conn *grpc.ClientConn, cat *catalog.Ca
 			return resp.ProtoReflect().Get(fd).Message().Interface(), nil
 		}),
 	)
-	if err := tollgatev1.RegisterAnalyticsServiceHandler(ctx, mux, conn); err != nil {
+	if err := tollgatev1.RegisterAnalyticsServiceHandlerClient(ctx, mux, tollgatev1.NewAnalyticsServiceClient(analytics)); err != nil {
 		return nil, err
 	}
-	if err := tollgatev1.RegisterDiscoveryServiceHandler(ctx, mux, conn); err != nil {
+	if err := tollgatev1.RegisterDiscoveryServiceHandlerClient(ctx, mux, tollgatev1.NewDiscoveryServiceClient(discovery)); err != nil {
 		return nil, err
 	}
 	checked := http.NewServeMux()

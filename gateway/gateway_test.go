@@ -82,7 +82,7 @@ func newStackWith(t testing.TB, analytics tollgatev1.AnalyticsServiceServer, tim
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	h, err := gateway.New(context.Background(), gateway.Config{Timeout: timeout}, conn, cat, slog.New(slog.DiscardHandler))
+	h, err := gateway.New(context.Background(), gateway.Config{Timeout: timeout}, conn, conn, cat, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

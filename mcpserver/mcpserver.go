@@ -12,9 +12,9 @@
 // spells them otherwise is the same call); a checked call is handed to
 // the payment gate with a way to run it, and the gate answers the
 // payment the MCP way (specs/transports-v2/mcp.md) and runs the call only
-// once it is paid. The call goes through the same gRPC client connection
-// as REST, so the server's interceptors (deadlines, logging, recovery,
-// metrics) run for both, and its record is written by gateway/restjson,
+// once it is paid. The call goes through the same client connection as
+// REST (in process, gateway/inprocess), so the server's interceptors
+// (deadlines, logging, recovery, checks) run for both, and its record is written by gateway/restjson,
 // so a tool's structuredContent is the REST body. The errors the server
 // itself answers carry standard JSON-RPC codes (errors.go).
 //

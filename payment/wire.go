@@ -200,14 +200,14 @@ func ParseEnvelope(raw []byte, version int) (*Envelope, error) {
 // parseEnvelope is ParseEnvelope with where the payment came from named
 // in its errors ("the PAYMENT-SIGNATURE header", "_meta[\"x402/payment\"]").
 func parseEnvelope(raw []byte, version int, where string) (*Envelope, error) {
-	if !json.Valid(raw) {
-		// Any text can pass for base64 ("junk" decodes to three bytes): say
-		// what the header should be, not what the JSON decoder tripped on.
-		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf(
-			"%s is not base64-encoded JSON (an x402 PaymentPayload): it decodes to %d bytes that are not JSON", where, len(raw))}
-	}
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {
+		if !json.Valid(raw) {
+			// Any text can pass for base64 ("junk" decodes to three bytes):
+			// say what the header should be, not what the decoder tripped on.
+			return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: fmt.Sprintf(
+				"%s is not base64-encoded JSON (an x402 PaymentPayload): it decodes to %d bytes that are not JSON", where, len(raw))}
+		}
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: where + "'s JSON is not an x402 PaymentPayload: " + err.Error()}
 	}
 	switch {
