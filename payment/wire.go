@@ -84,8 +84,12 @@ func (e *Extra) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var plain plainExtra
-	if err := json.Unmarshal(b, &plain); err != nil {
-		return err
+	for k, dst := range map[string]*string{"name": &plain.Name, "version": &plain.Version} {
+		if v, ok := all[k]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, dst); err != nil {
+				return fmt.Errorf("extra.%s: %w", k, err)
+			}
+		}
 	}
 	e.Name, e.Version, e.Fields = plain.Name, plain.Version, nil
 	for k, v := range all {
