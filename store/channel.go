@@ -118,9 +118,17 @@ func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn fun
 		return batch.Channel{}, false, nil // judged again on the row as it is
 	}
 	c.ID = from.ID
-	args, err := channelArgs(c)
-	if err != nil {
-		return batch.Channel{}, false, err
+	// A voucher's charge writes a dozen columns (casVoucher); any other
+	// change, the whole row.
+	cas, casCharged, at := casChannel, s.e.casCharged, [2]int{27, 15}
+	var args []any
+	if voucherOnly(from, c) {
+		args, cas, casCharged, at = voucherArgs(c), casVoucher, s.e.casVoucherCharged, [2]int{12, 11}
+	} else {
+		var err error
+		if args, err = channelArgs(c); err != nil {
+			return batch.Channel{}, false, err
+		}
 	}
 	args = append(args, was, updated)
 	var wrote int64
@@ -131,20 +139,20 @@ func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn fun
 			return batch.Channel{}, false, err
 		}
 		args = append(append(args, charge...), chargeShard(c))
-		switch err := s.db.QueryRowContext(ctx, s.e.casCharged, args...).Scan(&wrote); {
+		switch err := s.db.QueryRowContext(ctx, casCharged, args...).Scan(&wrote); {
 		case errors.Is(err, sql.ErrNoRows):
 			return batch.Channel{}, false, nil // the row moved on
 		case err != nil:
 			return batch.Channel{}, false, fmt.Errorf("store: record charge: %w", err)
 		}
 	case tx == nil:
-		r, err := s.db.ExecContext(ctx, casChannel, args...)
+		r, err := s.db.ExecContext(ctx, cas, args...)
 		if err != nil {
 			return batch.Channel{}, false, fmt.Errorf("store: save channel: %w", err)
 		}
 		wrote, _ = r.RowsAffected()
 	default:
-		r, err := s.exec(ctx, tx, casChannel, args...)
+		r, err := s.exec(ctx, tx, cas, args...)
 		if err != nil {
 			return batch.Channel{}, false, fmt.Errorf("store: save channel: %w", err)
 		}
@@ -157,8 +165,37 @@ func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn fun
 	if wrote != 1 {
 		return batch.Channel{}, false, nil
 	}
-	c.NewCharge, c.Version = nil, version(args[27].(int64), args[15].(string))
+	c.NewCharge, c.Version = nil, version(args[at[0]].(int64), args[at[1]].(string))
 	return c, true, nil
+}
+
+// casVoucher writes what a voucher's charge changes on a channel that is
+// still as it was read ($14, $15, as casChannel's $33, $34); a hot
+// statement (prepared.go).
+const casVoucher = `UPDATE channels SET charged = $2, signed_max = $3, signature = $4, last_request = $5, unclaimed_since = $6,
+			answer_resource = $7, answer_type = $8, answer_body = $9, answer_settlement = $10, answer_at = $11, updated_at = $12, version = $13
+		WHERE id = $1 AND version = $14 AND updated_at = $15`
+
+// voucherArgs are casVoucher's arguments for c: the write time ($12) and
+// a new version ($13).
+func voucherArgs(c batch.Channel) []any {
+	var a batch.Answer
+	if c.Answer != nil {
+		a = *c.Answer
+	}
+	return []any{channelKey(c.ID), decimal(c.Charged), decimal(c.SignedMax), c.Signature, stamp(c.LastRequest), stamp(c.UnclaimedSince),
+		a.Resource, a.ContentType, a.Body, a.Settlement, stamp(a.At), time.Now().UTC().Format(timeFormat), newVersion()}
+}
+
+// voucherOnly reports whether c differs from from at most in casVoucher's
+// columns: every other field of the row is as it was read.
+func voucherOnly(from, c batch.Channel) bool {
+	same := func(x, y *big.Int) bool { return decimal(x) == decimal(y) } // as stored
+	return c.Config == from.Config && same(c.Balance, from.Balance) && same(c.TotalClaimed, from.TotalClaimed) &&
+		c.WithdrawRequestedAt == from.WithdrawRequestedAt && same(c.RefundNonce, from.RefundNonce) && c.SyncedAt.Equal(from.SyncedAt) &&
+		c.Pending == nil && from.Pending == nil && c.RefundPending == nil && from.RefundPending == nil && c.LastRefundAt.Equal(from.LastRefundAt) &&
+		c.Opened == from.Opened && same(c.OwnClaimed, from.OwnClaimed) && c.StoppedAt.Equal(from.StoppedAt) &&
+		c.StopEvidence == from.StopEvidence && c.StopDetail == from.StopDetail
 }
 
 // applyChannel runs one channel update in tx: lock, read, fn, write. It

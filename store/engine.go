@@ -45,6 +45,9 @@ type engine struct {
 	// when it wrote the channel, none when the row moved on (nothing
 	// written).
 	casCharged string
+	// casVoucherCharged is casCharged with casVoucher: its 15 arguments,
+	// insertBatchCharge's 9, then the shard.
+	casVoucherCharged string
 	// types maps the column types of the migrations, written for SQLite,
 	// to the engine's. On PostgreSQL text compares and sorts bytewise
 	// (COLLATE "C"), as SQLite's BINARY does, whatever the database's
@@ -70,6 +73,11 @@ var (
 			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
 				SELECT $35::text, $36::text, $37::text, $38::text, $39::text, $40::text, $41::text, $42::text, $43::text FROM channel),
 			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $37::text, $44::bigint, 1, $42::text FROM channel` + addToTotals + `)
+			SELECT 1 FROM channel`,
+		casVoucherCharged: `WITH channel AS (` + casVoucher + ` RETURNING id),
+			charge AS (INSERT INTO batch_charges (channel, cumulative, operation, resource, payer, pay_to, asset, amount, charged_at)
+				SELECT $16::text, $17::text, $18::text, $19::text, $20::text, $21::text, $22::text, $23::text, $24::text FROM channel),
+			totals AS (INSERT INTO charge_totals (operation, shard, count, amount) SELECT $18::text, $25::bigint, 1, $23::text FROM channel` + addToTotals + `)
 			SELECT 1 FROM channel`,
 		addCharge: `INSERT INTO charge_totals (operation, shard, count, amount) VALUES ($1, $2, 1, $3)` + addToTotals,
 		types:     strings.NewReplacer(" BLOB", " BYTEA", " TEXT", ` TEXT COLLATE "C"`)}

@@ -10,7 +10,7 @@ import (
 // its books): on SQLite they are prepared once, at open, on the writer's
 // connection, because parsing them cost more CPU than running them
 // (bench/voucher, issue 20 item 9).
-var hotStatements = []string{selectChannelByID, upsertChannel, casChannel, insertBatchCharge, selectChargeTotal, upsertChargeTotal,
+var hotStatements = []string{selectChannelByID, upsertChannel, casChannel, casVoucher, insertBatchCharge, selectChargeTotal, upsertChargeTotal,
 	insertPaidTotal, selectPaidTotal, updatePaidTotal, savepoint, rollbackToSavepoint, releaseSavepoint}
 
 // hotReads run outside transactions on every paid call (a voucher's
