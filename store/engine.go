@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
+	sqlitedriver "modernc.org/sqlite" // the database/sql driver "sqlite" (pure Go)
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // engine is everything that differs between SQLite and PostgreSQL; every
@@ -88,7 +90,25 @@ func (e engine) ddl(stmt string) string { return e.types.Replace(stmt) }
 
 // OpenSQLite opens (creating if needed) dir/tollgate.db with WAL, full
 // synchronous commits and a busy timeout, and applies the schema.
+// Switching a new file to WAL does not wait for the busy timeout when
+// another process opens it at the same moment: that open is tried again,
+// for up to five seconds.
 func OpenSQLite(ctx context.Context, dir string) (*DB, error) {
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		db, err := openSQLite(ctx, dir)
+		var se *sqlitedriver.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return db, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func openSQLite(ctx context.Context, dir string) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
