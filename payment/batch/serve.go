@@ -319,15 +319,7 @@ func (s *Server) pay(x *exchange) {
 	if !ours && (p.Type != TypeDeposit || !empty(verdict.State)) {
 		// The escrow shows the channel funded (a voucher verifies only
 		// then) or claimed: another server opened it.
-		st := verdict.State
-		s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
-			if found && (c.Opened || c.Pending.Live(s.now())) {
-				return "", refuse(ReasonChannelBusy, "the channel is being opened on this server; retry")
-			}
-			Adopt(c, st, now)
-			return fmt.Sprintf("a %s for a channel this server did not open, which the escrow shows holding %s with %s claimed", p.Type,
-				orZero(st.Balance), orZero(st.TotalClaimed)), nil
-		})
+		s.openedElsewhere(x, verdict.State, now)
 		return
 	}
 	// judge checks, against channel c as an update found it, that p can
@@ -619,14 +611,7 @@ func (s *Server) refund(x *exchange) {
 		return
 	}
 	if !ours {
-		s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
-			if found && (c.Opened || c.Pending.Live(s.now())) {
-				return "", refuse(ReasonChannelBusy, "the channel is being opened on this server; retry")
-			}
-			Adopt(c, v.State, now)
-			return fmt.Sprintf("a refund for a channel this server did not open, which the escrow shows holding %s with %s claimed",
-				orZero(v.State.Balance), orZero(v.State.TotalClaimed)), nil
-		})
+		s.openedElsewhere(x, v.State, now)
 		return
 	}
 	hold, expires := holdID(), now.Add(s.cfg.Timeout+time.Minute)
@@ -752,6 +737,20 @@ func (s *Server) stopped(c Channel) error {
 	return refuse(reason, "this channel is no longer served by this server (since %s, evidence %s: %s). Another server keeps other books of it: "+
 		"pay it where it was opened, or open a new channel (another salt); what it holds beyond what was charged returns to the payer by the escrow's timed withdrawal",
 		c.StoppedAt.UTC().Format(time.RFC3339), c.StopEvidence, c.StopDetail)
+}
+
+// openedElsewhere stops channel p, which this store did not open and the
+// escrow shows as st (funded or claimed): unless a deposit of this store
+// is opening it meanwhile.
+func (s *Server) openedElsewhere(x *exchange, st OnChain, now time.Time) {
+	s.halt(x, EvidenceOpenedElsewhere, func(c *Channel, found bool) (string, error) {
+		if found && (c.Opened || c.Pending.Live(s.now())) {
+			return "", refuse(ReasonChannelBusy, "the channel is being opened on this server; retry")
+		}
+		Adopt(c, st, now)
+		return fmt.Sprintf("a %s for a channel this server did not open, which the escrow shows holding %s with %s claimed", x.p.Type,
+			orZero(st.Balance), orZero(st.TotalClaimed)), nil
+	})
 }
 
 // halt stops serving channel p on evidence, when check, run on the
