@@ -190,7 +190,14 @@ func voucherArgs(c batch.Channel) []any {
 // voucherOnly reports whether c differs from from at most in casVoucher's
 // columns: every other field of the row is as it was read.
 func voucherOnly(from, c batch.Channel) bool {
-	same := func(x, y *big.Int) bool { return decimal(x) == decimal(y) } // as stored
+	same := func(x, y *big.Int) bool { // nil is 0, as stored
+		switch {
+		case x == nil || y == nil:
+			return (x == nil || x.Sign() == 0) && (y == nil || y.Sign() == 0)
+		default:
+			return x.Cmp(y) == 0
+		}
+	}
 	return c.Config == from.Config && same(c.Balance, from.Balance) && same(c.TotalClaimed, from.TotalClaimed) &&
 		c.WithdrawRequestedAt == from.WithdrawRequestedAt && same(c.RefundNonce, from.RefundNonce) && c.SyncedAt.Equal(from.SyncedAt) &&
 		c.Pending == nil && from.Pending == nil && c.RefundPending == nil && from.RefundPending == nil && c.LastRefundAt.Equal(from.LastRefundAt) &&

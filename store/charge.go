@@ -108,23 +108,11 @@ func (s *DB) addCharge(ctx context.Context, tx *sql.Tx, operation string, shard 
 		}
 		return nil
 	}
-	var count int64
-	var sum string
-	err := s.queryRow(ctx, tx, selectChargeTotal, operation, shard).Scan(&count, &sum)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		count, sum = 0, "0"
-	case err != nil:
-		return fmt.Errorf("charge totals: %w", err)
+	d := deferredTotals{}
+	if err := d.add(operation, shard, amount); err != nil {
+		return err
 	}
-	total, err := addDecimal(sum, amount)
-	if err != nil {
-		return fmt.Errorf("charge totals: %w", err)
-	}
-	if _, err := s.exec(ctx, tx, upsertChargeTotal, operation, shard, count+1, total); err != nil {
-		return fmt.Errorf("charge totals: %w", err)
-	}
-	return nil
+	return s.addTotals(ctx, tx, d)
 }
 
 // deferredTotals are the charges of one update of a SQLite group commit
