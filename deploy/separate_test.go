@@ -29,15 +29,6 @@ import (
 	"github.com/tollgate/tollgate/payment/batch"
 )
 
-// The reasons a server with books of its own refuses a channel it must
-// not serve (docs/batch-settlement.md, "Servers with separate books"),
-// as clients see them on the wire.
-const (
-	reasonOpenedElsewhere  = batch.ReasonChannelOpenedElsewhere
-	reasonChargedElsewhere = batch.ReasonChannelChargedElsewhere
-	reasonClaimedElsewhere = batch.ReasonChannelClaimedElsewhere
-)
-
 // stoppedMetric counts, on the admin listener, the channels a server
 // stopped serving, by evidence.
 const stoppedMetric = "tollgate_batch_channels_stopped_total"
@@ -248,7 +239,7 @@ func checkChannel(t *testing.T, chain *escrowView, start uint64, bk *channelBook
 	}
 	if len(badRefusal) > 0 {
 		t.Errorf("%s: %d calls refused for other reasons than %s, %s, %s or %s (or, among calls in flight together, a corrective 402 the client's one retry did not get past):\n  %s",
-			bk.name, len(badRefusal), reasonOpenedElsewhere, reasonChargedElsewhere, reasonClaimedElsewhere, batch.ReasonChannelBusy,
+			bk.name, len(badRefusal), batch.ReasonChannelOpenedElsewhere, batch.ReasonChannelChargedElsewhere, batch.ReasonChannelClaimedElsewhere, batch.ReasonChannelBusy,
 			strings.Join(badRefusal, "\n  "))
 	}
 	if answered == 0 {
@@ -291,11 +282,11 @@ func refusal(reason string) bool {
 // channel it stopped with reason.
 func evidenceOf(reason string) string {
 	switch reason {
-	case reasonOpenedElsewhere:
+	case batch.ReasonChannelOpenedElsewhere:
 		return "opened_elsewhere"
-	case reasonChargedElsewhere:
+	case batch.ReasonChannelChargedElsewhere:
 		return "voucher_ahead"
-	case reasonClaimedElsewhere:
+	case batch.ReasonChannelClaimedElsewhere:
 		return "claimed_elsewhere"
 	}
 	return ""
@@ -303,7 +294,7 @@ func evidenceOf(reason string) string {
 
 // elsewhere reports whether reason says the channel is another server's.
 func elsewhere(reason string) bool {
-	return reason == reasonOpenedElsewhere || reason == reasonChargedElsewhere || reason == reasonClaimedElsewhere
+	return reason == batch.ReasonChannelOpenedElsewhere || reason == batch.ReasonChannelChargedElsewhere || reason == batch.ReasonChannelClaimedElsewhere
 }
 
 // channelBook is what a payer saw of its channel: every call and refund.

@@ -84,11 +84,14 @@ func (e *Extra) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var plain plainExtra
-	for k, dst := range map[string]*string{"name": &plain.Name, "version": &plain.Version} {
-		if v, ok := all[k]; ok && string(v) != "null" {
-			if err := json.Unmarshal(v, dst); err != nil {
-				return fmt.Errorf("extra.%s: %w", k, err)
-			}
+	if v, ok := all["name"]; ok {
+		if err := json.Unmarshal(v, &plain.Name); err != nil {
+			return fmt.Errorf("extra.name: %w", err)
+		}
+	}
+	if v, ok := all["version"]; ok {
+		if err := json.Unmarshal(v, &plain.Version); err != nil {
+			return fmt.Errorf("extra.version: %w", err)
 		}
 	}
 	e.Name, e.Version, e.Fields = plain.Name, plain.Version, nil

@@ -10,7 +10,6 @@ package inprocess
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -163,6 +162,3 @@ func (s *stream) deliver(opts []grpc.CallOption) {
 		}
 	}
 }
-
-// String names the connection in logs.
-func (c *Conn) String() string { return fmt.Sprintf("in-process gRPC (%d methods)", len(c.methods)) }
