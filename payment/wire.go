@@ -2,8 +2,8 @@ package payment
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"slices"
 	"strings"
 )
@@ -206,6 +206,9 @@ func ParseEnvelope(raw []byte, version int) (*Envelope, error) {
 
 // parseEnvelope is ParseEnvelope with where the payment came from named
 // in its errors ("the PAYMENT-SIGNATURE header", "_meta[\"x402/payment\"]").
+// This file decodes with segmentio's encoding/json, which reads the same
+// JSON the same way as the standard library's in about half the time: a
+// paid call's header is decoded on every call (bench/outside).
 func parseEnvelope(raw []byte, version int, where string) (*Envelope, error) {
 	var w wirePayload
 	if err := json.Unmarshal(raw, &w); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -88,6 +89,12 @@ func (g *group) run() {
 			return
 		}
 		updates := []*groupUpdate{first}
+		// Let the goroutines that are about to queue an update (their
+		// requests past the signature check) run first: one yield, and
+		// the group takes a quarter more updates per commit, where a
+		// commit's flush, not its statements, is most of a voucher's
+		// store cost (bench/outside).
+		runtime.Gosched()
 	drain:
 		for len(updates) < maxGroup {
 			select {

@@ -1,8 +1,8 @@
 package batch
 
 import (
-	"encoding/json"
 	"fmt"
+	json "github.com/segmentio/encoding/json"
 	"math/big"
 	"strings"
 
