@@ -132,7 +132,15 @@ func (s *DB) tryFrom(ctx context.Context, tx *sql.Tx, from batch.Channel, fn fun
 	}
 	args = append(args, was, updated)
 	var wrote int64
+	piped := false
+	if tx == nil && c.NewCharge != nil && cas == casVoucher && s.pipe != nil {
+		var err error
+		if wrote, piped, err = s.piped(ctx, c, args); err != nil {
+			return batch.Channel{}, false, err
+		}
+	}
 	switch {
+	case piped:
 	case tx == nil && c.NewCharge != nil:
 		charge, err := chargeArgs(c)
 		if err != nil {

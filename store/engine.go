@@ -184,7 +184,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return &DB{db: db, rdb: db, e: postgres}, nil
+	return &DB{db: db, rdb: db, e: postgres, pipe: newPipe(db)}, nil
 }
 
 func migratePostgres(ctx context.Context, db *sql.DB) error {

@@ -263,6 +263,9 @@ type DB struct {
 	// group commits SQLite's channel updates together (group.go); nil on
 	// PostgreSQL.
 	group *group
+	// pipe writes PostgreSQL's voucher charges in batches (pipe.go); nil
+	// on SQLite.
+	pipe *pipe
 }
 
 // SQLite is DB's former name, from when SQLite was its only engine; code
@@ -275,6 +278,9 @@ var _ exact.Ledger = (*DB)(nil)
 func (s *DB) Close() error {
 	if s.group != nil {
 		s.group.close()
+	}
+	if s.pipe != nil {
+		s.pipe.close()
 	}
 	for _, st := range s.prepared {
 		st.Close()

@@ -53,9 +53,9 @@
 // pauses an hour between cycles (background work too); the announced
 // minimum deposit is the deposit the payers make.
 //
-// -outside.tollgate BIN measures that binary instead of building
+// -outside.tollgate=BIN measures that binary instead of building
 // ./cmd/tollgate (one built from another commit, for a before and after).
-// -outside.cpuprofile DIR saves CPU profiles of the server during the
+// -outside.cpuprofile=DIR saves CPU profiles of the server during the
 // voucher phase, one a second from its operator listener's /debug/pprof
 // (DIR/STORE-N.pprof; `go tool pprof -top DIR/sqlite-*.pprof` merges
 // them).
