@@ -42,6 +42,7 @@ type Metrics struct {
 	failed       *prometheus.CounterVec
 	revenue      *prometheus.CounterVec
 	settleTiming *prometheus.HistogramVec
+	deduplicated *prometheus.CounterVec
 
 	upstreamRequests *prometheus.CounterVec
 	upstreamDuration *prometheus.HistogramVec
@@ -103,6 +104,8 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 	m.verified = f.counters("tollgate_payment_verified_total", "Payments verified, whose handler ran.", "operation", "transport")
 	m.settled = f.counters("tollgate_payment_settled_total", "Payments settled and confirmed on chain by this process.", "operation", "transport")
 	m.failed = f.counters("tollgate_payment_failed_total", "Verified payments whose settlement failed or stayed unresolved, by reason.", "operation", "transport", "reason")
+	m.deduplicated = f.counters("tollgate_payment_deduplicated_total",
+		"Payments whose payment identifier was answered already: answered from the record, not charged.", "operation", "transport")
 	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation", "transport")
 	m.settleTiming = f.histograms("tollgate_payment_settle_duration_seconds", "From asking the facilitator to settle to the confirmed receipt.", "operation")
 
@@ -297,7 +300,7 @@ func (m *Metrics) ExpectPayments(ops, transports, refused, failed []string) {
 	for _, op := range ops {
 		m.settleTiming.WithLabelValues(op)
 		for _, tr := range transports {
-			for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue} {
+			for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue, m.deduplicated} {
 				v.WithLabelValues(op, tr)
 			}
 			for _, r := range refused {
@@ -316,6 +319,10 @@ func (m *Metrics) Challenged(op, tr string)   { m.challenges.WithLabelValues(op,
 func (m *Metrics) Presented(op, tr string)    { m.presented.WithLabelValues(op, tr).Inc() }
 func (m *Metrics) Refused(op, tr, why string) { m.refused.WithLabelValues(op, tr, why).Inc() }
 func (m *Metrics) Verified(op, tr string)     { m.verified.WithLabelValues(op, tr).Inc() }
+
+// Deduplicated counts a payment answered from its payment identifier's
+// record.
+func (m *Metrics) Deduplicated(op, tr string) { m.deduplicated.WithLabelValues(op, tr).Inc() }
 func (m *Metrics) SettleFailed(op, tr, why string) {
 	m.failed.WithLabelValues(op, tr, why).Inc()
 }

@@ -81,6 +81,9 @@ type GateConfig struct {
 	// Schemes are offered in this order (v1 clients are offered the
 	// V1Schemes among them); at least one.
 	Schemes []Scheme
+	// IDs keeps the payment identifiers (identifier.go); nil: the
+	// payment-identifier extension is not offered.
+	IDs IDBook
 }
 
 // Validate reports every problem of c at once.
@@ -223,6 +226,9 @@ func (g *Gate) Outcomes() (ops []string, reasons Reasons) {
 	// The gate's own refusals: a header that is no payment, one matching
 	// no requirement (paid, match).
 	reasons.Refused = []string{ReasonInvalidPayload, ReasonInvalidVersion, ReasonNoMatch, ReasonResourceMismatch}
+	if g.cfg.IDs != nil {
+		reasons.Refused = append(reasons.Refused, IDReasons()...)
+	}
 	for _, s := range g.cfg.Schemes {
 		r := s.Reasons()
 		reasons.Refused = append(reasons.Refused, r.Refused...)
@@ -348,6 +354,9 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 	}
 	if req.transport == TransportMCP {
 		v2.Extensions["bazaar"] = d.tool
+	}
+	if g.cfg.IDs != nil {
+		v2.Extensions[ExtensionPaymentIdentifier] = identifierExtension
 	}
 	for _, s := range g.cfg.Schemes {
 		v2.Accepts = append(v2.Accepts, s.Accepts(req))

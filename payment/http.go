@@ -84,6 +84,12 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			writeJSONError(w, http.StatusBadRequest, ve.Reason, ve.Message)
 			return
 		}
+		id, bad := paymentID(env)
+		if bad != nil {
+			g.obs.Refused(req.Operation, TransportREST, bad.Reason)
+			writeJSONError(w, http.StatusBadRequest, bad.Reason, bad.Message)
+			return
+		}
 		x := &Exchange{
 			Requirement: req, Envelope: env, ctx: r.Context(), resource: r.URL.RequestURI(), g: g,
 			run:   func() *Response { return runHandler(next, r) },
@@ -94,7 +100,7 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 			x.Challenge(why.Reason, why.Message, "", nil, nil)
 			return
 		}
-		s.Serve(x)
+		g.serve(s, x, id)
 	})
 }
 
@@ -216,6 +222,9 @@ func (h *httpReply) required(v1 RequiredV1, v2 RequiredV2, settlement *SettleRes
 func (h *httpReply) refused(status int, code, message string) {
 	writeJSONError(h.w, status, code, message)
 }
+
+// retryAfter asks a REST client to retry in seconds.
+func (h *httpReply) retryAfter(seconds int) { h.w.Header().Set("Retry-After", strconv.Itoa(seconds)) }
 
 func (h *httpReply) failure(r *Response) {
 	for k, v := range r.header {

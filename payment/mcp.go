@@ -80,6 +80,12 @@ func (g *Gate) CallTool(ctx context.Context, c ToolCall) (*mcp.CallToolResult, e
 		reply.refused(http.StatusBadRequest, ve.Reason, ve.Message)
 		return reply.result, nil
 	}
+	id, bad := paymentID(env)
+	if bad != nil {
+		g.obs.Refused(rt.Name, TransportMCP, bad.Reason)
+		reply.refused(http.StatusBadRequest, bad.Reason, bad.Message)
+		return reply.result, nil
+	}
 	x := &Exchange{
 		Requirement: req, Envelope: env, ctx: ctx, g: g, reply: reply,
 		resource: ToolResource(c.Name) + "?" + c.Arguments.Encode(),
@@ -90,7 +96,7 @@ func (g *Gate) CallTool(ctx context.Context, c ToolCall) (*mcp.CallToolResult, e
 		x.Challenge(why.Reason, why.Message, "", nil, nil)
 		return reply.result, nil
 	}
-	s.Serve(x)
+	g.serve(s, x, id)
 	return reply.result, nil
 }
 

@@ -29,6 +29,9 @@ type Observer interface {
 	// SettleFailed: a verified payment whose settlement failed or is not
 	// established.
 	SettleFailed(op, transport, reason string)
+	// Deduplicated: a payment whose payment identifier was answered
+	// already, answered from the record and not charged.
+	Deduplicated(op, transport string)
 }
 
 // The transports a paid call comes by.
@@ -48,3 +51,4 @@ func (nopObserver) Refused(string, string, string)                 {}
 func (nopObserver) Verified(string, string)                        {}
 func (nopObserver) Settled(string, string, float64, time.Duration) {}
 func (nopObserver) SettleFailed(string, string, string)            {}
+func (nopObserver) Deduplicated(string, string)                    {}

@@ -62,6 +62,9 @@ type Envelope struct {
 	Payload  json.RawMessage
 	// Raw is the whole PaymentPayload, passed on to a remote facilitator.
 	Raw json.RawMessage
+	// Extensions are the v2 payload's extensions, each as JSON
+	// (payment-identifier: identifier.go).
+	Extensions map[string]json.RawMessage
 }
 
 // Exchange is one paid call handed to a Scheme, whatever transport it

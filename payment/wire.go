@@ -170,6 +170,8 @@ type wirePayload struct {
 	Accepted    *RequirementsV2 `json:"accepted"` // v2
 	Resource    *ResourceV2     `json:"resource"` // v2, optional
 	Payload     json.RawMessage `json:"payload"`
+	// Extensions are the v2 payload's extensions, each as JSON.
+	Extensions map[string]json.RawMessage `json:"extensions"`
 }
 
 // decodeBase64 undoes a payment header's base64, whichever alphabet and
@@ -230,7 +232,7 @@ func parseEnvelope(raw []byte, version int, where string) (*Envelope, error) {
 	case version == 2 && w.Accepted == nil:
 		return nil, &VerifyError{Reason: ReasonInvalidPayload, Message: "accepted is missing"}
 	}
-	env := &Envelope{Version: version, Payload: w.Payload, Raw: raw}
+	env := &Envelope{Version: version, Payload: w.Payload, Raw: raw, Extensions: w.Extensions}
 	if version == 2 {
 		env.Accepted, env.Resource = *w.Accepted, w.Resource
 	} else {

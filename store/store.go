@@ -196,6 +196,25 @@ var migrations = [][]string{
 		`UPDATE channels SET stop_evidence = 'claimed_elsewhere', stop_detail = 'the escrow showed a claimed total above what this store charged'
 			WHERE stopped_at <> ''`,
 	},
+	// The payment-identifier extension's ids (identifier.go): the request
+	// and payload an id was first used with, the payer and the answer.
+	11: {
+		`CREATE TABLE payment_ids (
+			id           TEXT   PRIMARY KEY,
+			operation    TEXT   NOT NULL,
+			resource     TEXT   NOT NULL,
+			payload_hash TEXT   NOT NULL,
+			owner        TEXT   NOT NULL,
+			payer        TEXT   NOT NULL DEFAULT '',
+			done         BIGINT NOT NULL DEFAULT 0,
+			answer_type  TEXT   NOT NULL DEFAULT '',
+			answer_body  BLOB,
+			settlement   BLOB,
+			created_at   TEXT   NOT NULL,
+			finished_at  TEXT   NOT NULL DEFAULT ''
+		)`,
+		`CREATE INDEX payment_ids_created_at ON payment_ids (created_at)`,
+	},
 }
 
 // execer is a *sql.DB or one of its connections.

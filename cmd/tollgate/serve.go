@@ -213,6 +213,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	unresolved = ledger.UnresolvedSummary
 	gc := pay.gateConfig
 	gc.Observer = metrics
+	gc.IDs = ledger // the payment-identifier extension's ids
 	exactSide, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 60 * time.Second}, pay.facilitator, ledger, pay.audit)
 	if err != nil {
 		return err

@@ -990,3 +990,21 @@ func hashOrEmpty(h common.Hash) string {
 	}
 	return h.Hex()
 }
+
+// Payer implements payment.Authenticator: the payer of px's channel when
+// its payload is bound to our terms and its voucher is signed by the
+// channel's payer authorizer. Nothing is reserved, charged or sent.
+func (s *Server) Payer(px *payment.Exchange) (common.Address, error) {
+	p, err := DecodePayload(px.Envelope.Payload)
+	if err != nil {
+		return common.Address{}, err
+	}
+	t := s.terms(px.Requirement)
+	if err := t.Bind(p); err != nil {
+		return common.Address{}, err
+	}
+	if err := t.Signed(p); err != nil {
+		return common.Address{}, err
+	}
+	return p.Config.Payer, nil
+}

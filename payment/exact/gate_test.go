@@ -57,6 +57,7 @@ type worldOptions struct {
 	ledger      func(*store.DB) exact.Ledger
 	now         func() time.Time
 	logger      *slog.Logger
+	ids         bool // the gate keeps payment identifiers, in the ledger's store
 }
 
 func newWorldWith(t testing.TB, o worldOptions) *world {
@@ -93,7 +94,11 @@ func newWorldWith(t testing.TB, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate, err := payment.NewGate(gateConfig(chain, w.payTo, scheme), []payment.Route{
+	gc := gateConfig(chain, w.payTo, scheme)
+	if o.ids {
+		gc.IDs = ledger
+	}
+	gate, err := payment.NewGate(gc, []payment.Route{
 		{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }},
 		{Name: "rugcheck", Pattern: "GET /rugcheck/{addr}", PriceUSD: "0.10", Description: "rug check",
 			Valid: func(r *http.Request) bool { return common.IsHexAddress(r.PathValue("addr")) }},

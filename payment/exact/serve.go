@@ -583,3 +583,22 @@ func clampInt64(v *big.Int) int64 {
 	}
 	return 1<<63 - 1
 }
+
+// Payer implements payment.Authenticator: the payer of x's payment when
+// its authorization pays our requirement and is signed by its from
+// address (an EOA's signature; a smart wallet's is not checked here).
+// Nothing is verified with the facilitator, settled or recorded.
+func (s *Server) Payer(x *payment.Exchange) (common.Address, error) {
+	p, err := paymentOf(x.Envelope)
+	if err != nil {
+		return common.Address{}, err
+	}
+	a, req := p.Authorization, x.Requirement
+	if a.To != req.PayTo || a.Value.Cmp(req.Amount) != 0 {
+		return common.Address{}, errors.New("exact: the authorization does not pay the requirement")
+	}
+	if signer, err := req.Domain().Recover(a, p.Signature); err != nil || signer != a.From {
+		return common.Address{}, errors.New("exact: the signature is not the authorization's from address's")
+	}
+	return a.From, nil
+}
