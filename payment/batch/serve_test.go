@@ -195,6 +195,9 @@ type harness struct {
 	// until release is closed.
 	inHandler chan struct{}
 	release   chan struct{}
+	// extensions, when set, go with every payment (the
+	// payment-identifier extension's id).
+	extensions map[string]any
 }
 
 // stopCounts counts the channels stopped, by evidence.
@@ -226,6 +229,13 @@ var (
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessIDs(t, nil)
+}
+
+// newHarnessIDs is newHarness with the gate keeping payment identifiers
+// in ids.
+func newHarnessIDs(t *testing.T, ids payment.IDBook) *harness {
+	t.Helper()
 	h := &harness{fac: &fakeFacilitator{state: batch.OnChain{Balance: new(big.Int), TotalClaimed: new(big.Int), RefundNonce: new(big.Int)}},
 		store: &memStore{m: map[common.Hash]batch.Channel{}}, now: new(atomic.Int64), stops: &stopCounts{}}
 	h.now.Store(1_900_000_000)
@@ -249,7 +259,7 @@ func newHarness(t *testing.T) *harness {
 	gate, err := payment.NewGate(payment.GateConfig{
 		PublicURL: "http://tollgate.test", Network: "eip155:8453", NetworkV1: "base", ChainID: big.NewInt(8453),
 		Asset: token, AssetName: "USD Coin", AssetVersion: "2", Decimals: 6, PayTo: payTo, MaxTimeout: 60,
-		Schemes: []payment.Scheme{scheme},
+		Schemes: []payment.Scheme{scheme}, IDs: ids,
 	}, []payment.Route{{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }}},
 		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -342,7 +352,7 @@ func (h *harness) payAt(t *testing.T, path string, signer *ecdsa.PrivateKey, typ
 		inner, _ = json.Marshal(m)
 	}
 	env, _ := json.Marshal(map[string]any{"x402Version": 2, "accepted": entry, "payload": json.RawMessage(inner),
-		"resource": map[string]any{"url": "http://tollgate.test" + path}})
+		"resource": map[string]any{"url": "http://tollgate.test" + path}, "extensions": h.extensions})
 	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+path, nil)
 	req.Header.Set(payment.HeaderPaymentV2, base64.StdEncoding.EncodeToString(env))
 	resp, err := http.DefaultClient.Do(req)
