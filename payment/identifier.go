@@ -37,10 +37,10 @@ import (
 //     400 before any payment logic.
 //
 // Answers are kept IDAnswerFor (the window in which a resent payment
-// gets its recorded answer); the id itself IDKeptFor, during which a
-// reuse after the answer's window is refused with 409
-// payment_identifier_expired rather than paid again. After that an id is
-// new.
+// gets its recorded answer). For IDKeptFor a reuse after the answer's
+// window is refused with 409 payment_identifier_expired rather than paid
+// again; after that the id is new, its old record replaced. Records stay
+// in the books otherwise: the ledger shows each id beside its payment.
 
 // ExtensionPaymentIdentifier is the extension's key in extensions.
 const ExtensionPaymentIdentifier = "payment-identifier"
@@ -109,10 +109,10 @@ type IDRecord struct {
 
 // IDBook keeps payment identifiers, shared by the replicas of one store.
 type IDBook interface {
-	// ReserveID records r as a pending id unless the id is known and
-	// still kept: then it returns the record and false. A pending
-	// reservation older than stale, or a record created before expired,
-	// is replaced by r.
+	// ReserveID records r as a pending id unless the id is known: then
+	// it returns the record and false. A pending reservation created
+	// before stale, or an answered id created before expired, is
+	// replaced by r.
 	ReserveID(ctx context.Context, r IDRecord, stale, expired time.Time) (IDRecord, bool, error)
 	// FinishID stores the payer and the answer of the reservation of
 	// r.ID held by r.Owner.

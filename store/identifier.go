@@ -23,11 +23,6 @@ const selectPaymentID = `SELECT id, operation, resource, payload_hash, owner, pa
 
 // ReserveID implements payment.IDBook.
 func (s *DB) ReserveID(ctx context.Context, r payment.IDRecord, stale, expired time.Time) (payment.IDRecord, bool, error) {
-	// Ids older than kept are forgotten; the index makes this a range
-	// scan that usually finds nothing.
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM payment_ids WHERE created_at < $1`, stamp(expired)); err != nil {
-		return payment.IDRecord{}, false, fmt.Errorf("store: payment id: %w", err)
-	}
 	res, err := s.db.ExecContext(ctx, `INSERT INTO payment_ids (id, operation, resource, payload_hash, owner, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`, r.ID, r.Operation, r.Resource, r.PayloadHash, r.Owner, stamp(r.Created))
 	if err != nil {
@@ -40,13 +35,16 @@ func (s *DB) ReserveID(ctx context.Context, r payment.IDRecord, stale, expired t
 	if errors.Is(err, sql.ErrNoRows) {
 		return s.ReserveID(ctx, r, stale, expired) // released meanwhile
 	}
-	if err != nil || known.Done || !known.Created.Before(stale) {
+	if err != nil || !(known.Done && known.Created.Before(expired) || !known.Done && known.Created.Before(stale)) {
 		return known, false, err
 	}
-	// A reservation whose payment never ended: taken over, unless
-	// another request took it first.
-	res, err = s.db.ExecContext(ctx, `UPDATE payment_ids SET operation = $2, resource = $3, payload_hash = $4, owner = $5, created_at = $6
-		WHERE id = $1 AND owner = $7 AND done = 0`, r.ID, r.Operation, r.Resource, r.PayloadHash, r.Owner, stamp(r.Created), known.Owner)
+	// A reservation whose payment never ended, or an id past its
+	// keeping: taken over (the old record replaced), unless another
+	// request took it first. Ids are otherwise kept: the ledger shows
+	// them beside the payments they paid.
+	res, err = s.db.ExecContext(ctx, `UPDATE payment_ids SET operation = $2, resource = $3, payload_hash = $4, owner = $5, created_at = $6,
+			payer = '', done = 0, answer_type = '', answer_body = NULL, settlement = NULL, finished_at = ''
+		WHERE id = $1 AND owner = $7`, r.ID, r.Operation, r.Resource, r.PayloadHash, r.Owner, stamp(r.Created), known.Owner)
 	if err != nil {
 		return payment.IDRecord{}, false, fmt.Errorf("store: reserve payment id: %w", err)
 	}

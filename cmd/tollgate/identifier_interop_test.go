@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestInteropPaymentIdentifier(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node payment-id.mjs: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
-	type run struct {
+	type idRun struct {
 		ID                         string
 		Lost                       string
 		FirstPayload, RetryPayload idPayload
@@ -73,7 +74,7 @@ func TestInteropPaymentIdentifier(t *testing.T) {
 	}
 	var got struct {
 		Payer        common.Address
-		Exact, Batch run
+		Exact, Batch idRun
 	}
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("payment-id.mjs wrote %q: %v", out.String(), err)
@@ -139,6 +140,25 @@ func TestInteropPaymentIdentifier(t *testing.T) {
 	spent, earned := new(big.Int).Sub(payer0, w.balance(payer)), new(big.Int).Sub(w.balance(payTo), payTo0)
 	if want := new(big.Int).Add(price, deposit); spent.Cmp(want) != 0 || earned.Cmp(price) != 0 {
 		t.Errorf("the payer spent %s (want %s: one exact price and the deposit), payTo earned %s (want %s)", spent, want, earned, price)
+	}
+
+	// The ledger shows each id beside the payment it paid: the exact
+	// payment, and the lost voucher call's charge.
+	var list, errOut2 bytes.Buffer
+	if err := run(ctx, []string{"ledger", "list", "--data-dir", dataDir}, envOf(nil), &list, &errOut2); err != nil {
+		t.Fatalf("ledger list: %v\n%s", err, errOut2.String())
+	}
+	rows := map[string][]string{} // by payment id
+	for _, l := range strings.Split(list.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 10 && f[9] != "-" {
+			rows[f[9]] = f
+		}
+	}
+	if r := rows[ex.ID]; len(rows) != 2 || r == nil || r[1] != "exact" || r[7] != ex.Retry.Settlement.Transaction {
+		t.Errorf("ledger list shows the ids %v; want %s beside the exact payment %s, and %s\n%s", rows, ex.ID, ex.Retry.Settlement.Transaction, bt.ID, list.String())
+	}
+	if r := rows[bt.ID]; r == nil || r[1] != "batch-settlement" || r[4] != price.String() {
+		t.Errorf("ledger list shows %v for %s; want a voucher call of %s\n%s", r, bt.ID, price, list.String())
 	}
 
 	fams := scrape(t, s.admin)

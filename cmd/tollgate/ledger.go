@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -196,7 +197,8 @@ type entry struct {
 	Scheme, Operation, Payer, Amount, State string
 	Tx, Reason, Asset, Nonce, Resource      string
 	Channel, Cumulative, PayTo              string
-	paid                                    bool // counted in paid_totals
+	PaymentID                               string // the payment-identifier extension's id it was paid with
+	paid                                    bool   // counted in paid_totals
 }
 
 // books reads both schemes' calls matching f, oldest first (exact's by
@@ -227,6 +229,45 @@ func books(ctx context.Context, db *store.DB, f store.Filter) ([]entry, error) {
 			Cumulative: c.Cumulative.String(), PayTo: c.PayTo.Hex(), paid: true})
 	}
 	slices.SortStableFunc(out, func(a, b entry) int { return a.At.Compare(b.At) })
+	ids, err := paymentIDs(ctx, db, f.Since)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range out {
+		out[i].PaymentID = ids[strings.ToLower(e.Tx+e.Channel+":"+e.Cumulative)]
+	}
+	return out, nil
+}
+
+// paymentIDs maps the payments answered with a payment identifier since
+// since to their ids: an exact payment by its settlement's transaction
+// ("0x…:"), a voucher call by its channel and cumulative total
+// ("0x…:150000"), as entry's Tx, Channel and Cumulative name them.
+func paymentIDs(ctx context.Context, db *store.DB, since time.Time) (map[string]string, error) {
+	recs, err := db.PaymentIDs(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(recs))
+	for _, r := range recs {
+		var s struct {
+			Transaction string
+			Extra       struct {
+				ChannelState *struct {
+					ChannelID               string
+					ChargedCumulativeAmount string
+				}
+			}
+		}
+		if json.Unmarshal(r.Settlement, &s) != nil {
+			continue
+		}
+		key := s.Transaction + ":"
+		if st := s.Extra.ChannelState; st != nil {
+			key = st.ChannelID + ":" + st.ChargedCumulativeAmount
+		}
+		out[strings.ToLower(key)] = r.ID
+	}
 	return out, nil
 }
 
@@ -249,10 +290,10 @@ func usd(atomic string) string {
 // settlement transaction, or a voucher call's channel.
 func writeList(w io.Writer, es []entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tSCHEME\tOPERATION\tPAYER\tAMOUNT\tUSD\tSTATE\tTX/CHANNEL\tREASON")
+	fmt.Fprintln(tw, "TIME\tSCHEME\tOPERATION\tPAYER\tAMOUNT\tUSD\tSTATE\tTX/CHANNEL\tREASON\tPAYMENT ID")
 	for _, e := range es {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Scheme, e.Operation, e.Payer, e.Amount,
-			usd(e.Amount), e.State, orDash(e.Tx+e.Channel), orDash(e.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.At.UTC().Format(time.RFC3339), e.Scheme, e.Operation, e.Payer, e.Amount,
+			usd(e.Amount), e.State, orDash(e.Tx+e.Channel), orDash(e.Reason), orDash(e.PaymentID))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -315,10 +356,11 @@ func orDash(s string) string {
 // reading them by position keeps working. The columns added since go
 // last: the scheme, a voucher call's channel and the cumulative total
 // that keys it (its tx and nonce are empty: it has neither), the
-// recipient, and the amount in USD.
+// recipient, the amount in USD, and the payment identifier it was paid
+// with.
 func csvHeader() []string {
 	return []string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource",
-		"scheme", "channel", "cumulative", "pay_to", "amount_usd"}
+		"scheme", "channel", "cumulative", "pay_to", "amount_usd", "payment_id"}
 }
 
 // writeCSV writes both schemes' calls as CSV, in csvHeader's columns.
@@ -328,7 +370,7 @@ func writeCSV(w io.Writer, es []entry) error {
 	_ = cw.Write(csvHeader())
 	for _, e := range es {
 		_ = cw.Write([]string{e.At.UTC().Format(time.RFC3339), e.Operation, e.Payer, e.Amount, e.Tx, e.State,
-			e.Reason, e.Asset, e.Nonce, e.Resource, e.Scheme, e.Channel, e.Cumulative, e.PayTo, usd(e.Amount)})
+			e.Reason, e.Asset, e.Nonce, e.Resource, e.Scheme, e.Channel, e.Cumulative, e.PayTo, usd(e.Amount), e.PaymentID})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -192,7 +192,7 @@ func TestLedgerVoucherCalls(t *testing.T) {
 			t.Parallel()
 			out := ledger(t, append([]string{"list"}, tt.args...)...)
 			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-			if f := strings.Fields(lines[0]); !slices.Equal(f, []string{"TIME", "SCHEME", "OPERATION", "PAYER", "AMOUNT", "USD", "STATE", "TX/CHANNEL", "REASON"}) {
+			if f := strings.Fields(lines[0]); !slices.Equal(f, []string{"TIME", "SCHEME", "OPERATION", "PAYER", "AMOUNT", "USD", "STATE", "TX/CHANNEL", "REASON", "PAYMENT", "ID"}) {
 				t.Errorf("header %v", f)
 			}
 			var schemes []string
@@ -222,7 +222,7 @@ func TestLedgerVoucherCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{"time", "operation", "payer", "amount", "tx", "state", "reason", "asset", "nonce", "resource",
-			"scheme", "channel", "cumulative", "pay_to", "amount_usd"}
+			"scheme", "channel", "cumulative", "pay_to", "amount_usd", "payment_id"}
 		if !slices.Equal(rows[0], want) || len(rows) != 6 {
 			t.Fatalf("export: header %v and %d rows, want %v and 5", rows[0], len(rows)-1, want)
 		}
