@@ -43,6 +43,7 @@ type Metrics struct {
 	revenue      *prometheus.CounterVec
 	settleTiming *prometheus.HistogramVec
 	deduplicated *prometheus.CounterVec
+	signedIn     *prometheus.CounterVec
 
 	upstreamRequests *prometheus.CounterVec
 	upstreamDuration *prometheus.HistogramVec
@@ -106,6 +107,8 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 	m.failed = f.counters("tollgate_payment_failed_total", "Verified payments whose settlement failed or stayed unresolved, by reason.", "operation", "transport", "reason")
 	m.deduplicated = f.counters("tollgate_payment_deduplicated_total",
 		"Payments whose payment identifier was answered already: answered from the record, not charged.", "operation", "transport")
+	m.signedIn = f.counters("tollgate_siwx_rereads_total",
+		"Answers a wallet read again by signing in (sign-in-with-x) instead of paying again.", "operation")
 	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation", "transport")
 	m.settleTiming = f.histograms("tollgate_payment_settle_duration_seconds", "From asking the facilitator to settle to the confirmed receipt.", "operation")
 
@@ -299,6 +302,7 @@ func (m *Metrics) EscrowWatched(err error) {
 func (m *Metrics) ExpectPayments(ops, transports, refused, failed []string) {
 	for _, op := range ops {
 		m.settleTiming.WithLabelValues(op)
+		m.signedIn.WithLabelValues(op)
 		for _, tr := range transports {
 			for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue, m.deduplicated} {
 				v.WithLabelValues(op, tr)
@@ -323,6 +327,9 @@ func (m *Metrics) Verified(op, tr string)     { m.verified.WithLabelValues(op, t
 // Deduplicated counts a payment answered from its payment identifier's
 // record.
 func (m *Metrics) Deduplicated(op, tr string) { m.deduplicated.WithLabelValues(op, tr).Inc() }
+
+// SignedIn counts an answer a wallet read again by signing in.
+func (m *Metrics) SignedIn(op string) { m.signedIn.WithLabelValues(op).Inc() }
 func (m *Metrics) SettleFailed(op, tr, why string) {
 	m.failed.WithLabelValues(op, tr, why).Inc()
 }

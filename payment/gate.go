@@ -84,6 +84,9 @@ type GateConfig struct {
 	// IDs keeps the payment identifiers (identifier.go); nil: the
 	// payment-identifier extension is not offered.
 	IDs IDBook
+	// SignIn lets wallets read again what they bought (siwx.go); nil:
+	// the sign-in-with-x extension is not offered.
+	SignIn *SignIn
 }
 
 // Validate reports every problem of c at once.
@@ -127,6 +130,9 @@ type Gate struct {
 	base   string
 	obs    Observer
 	tools  map[string]*route // each operation's first route, by name: the MCP tools
+	// marking: challengeObjects writes siwxMarks for the sign-in's fresh
+	// values (NewGate pre-encoding the challenges), else new values.
+	marking bool
 }
 
 type route struct {
@@ -134,9 +140,11 @@ type route struct {
 	amount     *big.Int
 	discovery  *discovery
 	challenges atomic.Uint64
-	// The unpaid challenge, pre-encoded around the one part that varies
-	// per request (the resource URL): the hot path splices, never marshals.
-	v1Body, v2JSON [2][]byte
+	// The unpaid challenge, pre-encoded around the parts that vary per
+	// request (the resource URL; the sign-in's nonce and times): the hot
+	// path splices, never marshals.
+	v1Body [2][]byte
+	v2JSON template
 	// The unpaid tool call's PaymentRequired, whole: a tool's resource
 	// URL does not vary.
 	toolRequired json.RawMessage
@@ -185,22 +193,24 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 		}
 		rt := &route{Route: r, amount: amount, discovery: disc}
 		req := g.requirementFor(rt, "tollgate-resource-url")
+		g.marking = true
 		v1, v2 := g.challengeObjects(req, errNoPayment)
-		for i, v := range []any{v1, v2} {
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, err
-			}
-			before, after, ok := bytes.Cut(b, []byte(resourceMark))
-			if bytes.Contains(after, []byte(resourceMark)) || !ok && i == 1 {
-				return nil, errors.New("gate: the challenge must name its resource exactly once")
-			}
-			parts := [2][]byte{before, after} // a v1 body offering no scheme names none
-			if i == 0 {
-				rt.v1Body = parts
-			} else {
-				rt.v2JSON = parts
-			}
+		g.marking = false
+		b, err := json.Marshal(v1)
+		if err != nil {
+			return nil, err
+		}
+		before, after, _ := bytes.Cut(b, []byte(resourceMark)) // a v1 body offering no scheme names none
+		if bytes.Contains(after, []byte(resourceMark)) {
+			return nil, errors.New("gate: the v1 challenge must name its resource at most once")
+		}
+		rt.v1Body = [2][]byte{before, after}
+		if b, err = json.Marshal(v2); err != nil {
+			return nil, err
+		}
+		rt.v2JSON = newTemplate(b, append([]string{resourceMark}, siwxMarks[:]...))
+		if rt.v2JSON.count(0) == 0 {
+			return nil, errors.New("gate: the challenge must name its resource")
 		}
 		g.routes = append(g.routes, rt)
 		if g.tools[r.Name] == nil {
@@ -357,6 +367,13 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 	}
 	if g.cfg.IDs != nil {
 		v2.Extensions[ExtensionPaymentIdentifier] = identifierExtension
+	}
+	if g.cfg.SignIn != nil && req.transport == TransportREST {
+		values := [3][]byte{[]byte(siwxMarks[0]), []byte(siwxMarks[1]), []byte(siwxMarks[2])}
+		if !g.marking {
+			values = siwxValues(time.Now())
+		}
+		v2.Extensions[ExtensionSIWx] = g.siwxExtension(req.Resource, values)
 	}
 	for _, s := range g.cfg.Schemes {
 		v2.Accepts = append(v2.Accepts, s.Accepts(req))

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // This file is the gate's REST transport (x402's HTTP transport,
@@ -43,7 +44,7 @@ func cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Expose-Headers", HeaderPaymentRequired+", "+HeaderPaymentResponseV2+", "+HeaderPaymentResponseV1)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", HeaderPaymentV1+", "+HeaderPaymentV2+", Content-Type")
+			h.Set("Access-Control-Allow-Headers", HeaderPaymentV1+", "+HeaderPaymentV2+", "+HeaderSIWx+", Content-Type")
 			h.Set("Access-Control-Max-Age", "86400")
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -61,6 +62,10 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 		header, version := r.Header.Get(HeaderPaymentV2), 2
 		if header == "" {
 			header, version = r.Header.Get(HeaderPaymentV1), 1
+		}
+		if signIn := r.Header.Get(HeaderSIWx); header == "" && signIn != "" && g.cfg.SignIn != nil && r.Method == http.MethodGet {
+			g.signedIn(w, r, rt, signIn)
+			return
 		}
 		if header == "" || r.Method == http.MethodHead {
 			// HEAD is never charged: it would buy headers and no body.
@@ -132,7 +137,7 @@ func writePaid(w http.ResponseWriter, header http.Header, status int, body []byt
 func paidHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Cache-Control", "private, no-store")
-	h.Add("Vary", HeaderPaymentV2+", "+HeaderPaymentV1)
+	h.Add("Vary", HeaderPaymentV2+", "+HeaderPaymentV1+", "+HeaderSIWx)
 }
 
 // requirement is what r must pay.
@@ -144,8 +149,12 @@ func (g *Gate) requirement(rt *route, r *http.Request) *Requirement {
 // the route's pre-encoded template.
 func (g *Gate) unpaid(w http.ResponseWriter, rt *route, resource string) {
 	quoted, _ := json.Marshal(resource)
-	v2 := make([]byte, 0, len(rt.v2JSON[0])+len(quoted)+len(rt.v2JSON[1]))
-	v2 = append(append(append(v2, rt.v2JSON[0]...), quoted...), rt.v2JSON[1]...)
+	values := [4][]byte{quoted}
+	if g.cfg.SignIn != nil {
+		siwx := siwxValues(time.Now())
+		copy(values[1:], siwx[:])
+	}
+	v2 := rt.v2JSON.render(values[:])
 	body := rt.v1Body[0]
 	if rt.v1Body[1] != nil {
 		body = make([]byte, 0, len(rt.v1Body[0])+len(quoted)+len(rt.v1Body[1]))

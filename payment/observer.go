@@ -32,6 +32,9 @@ type Observer interface {
 	// Deduplicated: a payment whose payment identifier was answered
 	// already, answered from the record and not charged.
 	Deduplicated(op, transport string)
+	// SignedIn: a wallet read again what it bought (sign-in-with-x), not
+	// charged.
+	SignedIn(op string)
 }
 
 // The transports a paid call comes by.
@@ -52,3 +55,4 @@ func (nopObserver) Verified(string, string)                        {}
 func (nopObserver) Settled(string, string, float64, time.Duration) {}
 func (nopObserver) SettleFailed(string, string, string)            {}
 func (nopObserver) Deduplicated(string, string)                    {}
+func (nopObserver) SignedIn(string)                                {}

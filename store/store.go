@@ -197,7 +197,8 @@ var migrations = [][]string{
 			WHERE stopped_at <> ''`,
 	},
 	// The payment-identifier extension's ids (identifier.go): the request
-	// and payload an id was first used with, the payer and the answer.
+	// and payload an id was first used with, the payer and the answer; and
+	// the sign-in-with-x extension's spent nonces (signin.go).
 	11: {
 		`CREATE TABLE payment_ids (
 			id           TEXT   PRIMARY KEY,
@@ -214,6 +215,12 @@ var migrations = [][]string{
 			finished_at  TEXT   NOT NULL DEFAULT ''
 		)`,
 		`CREATE INDEX payment_ids_created_at ON payment_ids (created_at)`,
+		// The sign-in-with-x extension's spent nonces (signin.go).
+		`CREATE TABLE siwx_nonces (
+			nonce   TEXT PRIMARY KEY,
+			used_at TEXT NOT NULL
+		)`,
+		`CREATE INDEX siwx_nonces_used_at ON siwx_nonces (used_at)`,
 	},
 }
 

@@ -214,6 +214,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	gc := pay.gateConfig
 	gc.Observer = metrics
 	gc.IDs = ledger // the payment-identifier extension's ids
+	gc.SignIn = &payment.SignIn{Nonces: ledger, Purchases: ledger, Chain: pay.wallets}
 	exactSide, err := exact.NewServer(exact.ServerConfig{SettleTimeout: 60 * time.Second}, pay.facilitator, ledger, pay.audit)
 	if err != nil {
 		return err
@@ -536,9 +537,10 @@ type payments struct {
 	genesis     common.Hash // of the chain: one devnet run, or Base
 	gateConfig  payment.GateConfig
 	facilitator exact.Facilitator
-	batch       batch.Facilitator // nil: the facilitator does not do batch-settlement
-	logs        batch.Logs        // the chain's logs, for the escrow watcher
-	audit       *exact.Auditor    // reads settlements back from the chain
+	batch       batch.Facilitator   // nil: the facilitator does not do batch-settlement
+	logs        batch.Logs          // the chain's logs, for the escrow watcher
+	audit       *exact.Auditor      // reads settlements back from the chain
+	wallets     payment.WalletChain // asks contract wallets whether they signed (sign-in-with-x)
 	terms       *service.PaymentTerms
 	banner      string
 	close       func()
@@ -617,6 +619,7 @@ func newPayments(ctx context.Context, cfg *config, logger *slog.Logger, devnetLi
 		return nil, fmt.Errorf("chain rpc: %w", err)
 	}
 	client := ethclient.NewClient(rc)
+	p.wallets = client
 	prevClose := p.close
 	p.close = func() { client.Close(); prevClose() }
 	if id, err := client.ChainID(ctx); err != nil || id.Int64() != baseChainID {

@@ -58,6 +58,7 @@ type worldOptions struct {
 	now         func() time.Time
 	logger      *slog.Logger
 	ids         bool // the gate keeps payment identifiers, in the ledger's store
+	signIn      bool // the gate lets wallets sign in, with the ledger's store and the devnet
 }
 
 func newWorldWith(t testing.TB, o worldOptions) *world {
@@ -97,6 +98,9 @@ func newWorldWith(t testing.TB, o worldOptions) *world {
 	gc := gateConfig(chain, w.payTo, scheme)
 	if o.ids {
 		gc.IDs = ledger
+	}
+	if o.signIn {
+		gc.SignIn = &payment.SignIn{Nonces: ledger, Purchases: ledger, Chain: client}
 	}
 	gate, err := payment.NewGate(gc, []payment.Route{
 		{Name: "regime", Pattern: "GET /regime", PriceUSD: "0.05", Description: "regime", Valid: func(*http.Request) bool { return true }},
