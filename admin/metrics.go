@@ -44,6 +44,7 @@ type Metrics struct {
 	settleTiming *prometheus.HistogramVec
 	deduplicated *prometheus.CounterVec
 	signedIn     *prometheus.CounterVec
+	signInFailed *prometheus.CounterVec
 
 	upstreamRequests *prometheus.CounterVec
 	upstreamDuration *prometheus.HistogramVec
@@ -109,6 +110,8 @@ func NewMetrics(b Build, unresolved Unresolved) *Metrics {
 		"Payments whose payment identifier was answered already: answered from the record, not charged.", "operation", "transport")
 	m.signedIn = f.counters("tollgate_siwx_rereads_total",
 		"Answers a wallet read again by signing in (sign-in-with-x) instead of paying again.", "operation")
+	m.signInFailed = f.counters("tollgate_siwx_refused_total",
+		"Sign-ins (sign-in-with-x) answered with the 402 instead of a recorded answer, by reason.", "operation", "reason")
 	m.revenue = f.counters("tollgate_payment_revenue_usd_total", "USD settled by this process.", "operation", "transport")
 	m.settleTiming = f.histograms("tollgate_payment_settle_duration_seconds", "From asking the facilitator to settle to the confirmed receipt.", "operation")
 
@@ -302,7 +305,6 @@ func (m *Metrics) EscrowWatched(err error) {
 func (m *Metrics) ExpectPayments(ops, transports, refused, failed []string) {
 	for _, op := range ops {
 		m.settleTiming.WithLabelValues(op)
-		m.signedIn.WithLabelValues(op)
 		for _, tr := range transports {
 			for _, v := range []*prometheus.CounterVec{m.challenges, m.presented, m.verified, m.settled, m.revenue, m.deduplicated} {
 				v.WithLabelValues(op, tr)
@@ -330,6 +332,20 @@ func (m *Metrics) Deduplicated(op, tr string) { m.deduplicated.WithLabelValues(o
 
 // SignedIn counts an answer a wallet read again by signing in.
 func (m *Metrics) SignedIn(op string) { m.signedIn.WithLabelValues(op).Inc() }
+
+// SignInRefused counts a sign-in answered with the 402, by reason.
+func (m *Metrics) SignInRefused(op, why string) { m.signInFailed.WithLabelValues(op, why).Inc() }
+
+// ExpectSignIns exposes the sign-in counters at zero for every operation
+// and reason (payment.SIWxReasons).
+func (m *Metrics) ExpectSignIns(ops, reasons []string) {
+	for _, op := range ops {
+		m.signedIn.WithLabelValues(op)
+		for _, r := range reasons {
+			m.signInFailed.WithLabelValues(op, r)
+		}
+	}
+}
 func (m *Metrics) SettleFailed(op, tr, why string) {
 	m.failed.WithLabelValues(op, tr, why).Inc()
 }

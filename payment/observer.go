@@ -35,6 +35,8 @@ type Observer interface {
 	// SignedIn: a wallet read again what it bought (sign-in-with-x), not
 	// charged.
 	SignedIn(op string)
+	// SignInRefused: a sign-in answered with the 402, and why.
+	SignInRefused(op, reason string)
 }
 
 // The transports a paid call comes by.
@@ -56,3 +58,4 @@ func (nopObserver) Settled(string, string, float64, time.Duration) {}
 func (nopObserver) SettleFailed(string, string, string)            {}
 func (nopObserver) Deduplicated(string, string)                    {}
 func (nopObserver) SignedIn(string)                                {}
+func (nopObserver) SignInRefused(string, string)                   {}

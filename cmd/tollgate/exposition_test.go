@@ -91,6 +91,9 @@ func TestFreshExposition(t *testing.T) {
 				t.Errorf("%s: operations %v, want the paid ones %v", name, keys(byOp), ops)
 			}
 		}
+		for _, m := range fams["tollgate_siwx_refused_total"].GetMetric() { // a sign-in's refusals
+			reasons[label(m, "reason")] = true
+		}
 		// Codes no request ends with: the ledger's, the claimer's.
 		offPath := []string{exact.ReasonExpiredUnused, batch.ReasonClaimPayload, batch.ReasonClaimSimulationFailed,
 			batch.ReasonClaimTransactionFailed, batch.ReasonSettlePayload, batch.ReasonSettleSimulationFailed,

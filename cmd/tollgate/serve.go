@@ -251,6 +251,7 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 	// start, at zero where nothing happened yet.
 	ops, reasons := gate.Outcomes()
 	metrics.ExpectPayments(ops, payment.Transports(), reasons.Refused, reasons.Failed)
+	metrics.ExpectSignIns(ops, payment.SIWxReasons())
 	metrics.ExpectRoutes(gateway.Routes(cat), gateway.Statuses())
 	rc := exact.DefaultReconcilerConfig()
 	rc.PayTo = pay.gateConfig.PayTo

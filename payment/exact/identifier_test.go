@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
@@ -168,5 +169,45 @@ func TestPaymentIdentifierTool(t *testing.T) {
 	}
 	if got := new(big.Int).Sub(w.balance(t, w.payTo), before); got.Int64() != 50_000 || w.calls.Load() != 1 {
 		t.Errorf("payTo received %s and the tool ran %d times; want 50000 and once", got, w.calls.Load())
+	}
+}
+
+// TestPaymentIdentifierStates: an id whose first payment still runs is
+// refused with 409 and Retry-After; an id answered more than 10 minutes
+// ago with 409 payment_identifier_expired; neither is charged.
+func TestPaymentIdentifierStates(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, worldOptions{ids: true})
+	ctx := context.Background()
+	now := time.Now()
+	running := payment.IDRecord{ID: "pay_running_0123456789", Operation: "regime", Resource: "/regime", PayloadHash: "00", Owner: "other", Created: now}
+	answered := payment.IDRecord{ID: "pay_answered_long_ago_01", Operation: "regime", Resource: "/regime", PayloadHash: "00", Owner: "other",
+		Created: now.Add(-15 * time.Minute)}
+	for _, r := range []payment.IDRecord{running, answered} {
+		if _, ok, err := w.ledger.ReserveID(ctx, r, now.Add(-time.Hour), now.Add(-48*time.Hour)); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	answered.Payer, answered.Done, answered.Body, answered.Settlement, answered.Finished = w.chain.Account(devnet.PayerAccount).Address.Hex(), true,
+		[]byte(`{}`), []byte(`{"success":true}`), now.Add(-11*time.Minute)
+	if err := w.ledger.FinishID(ctx, answered); err != nil {
+		t.Fatal(err)
+	}
+	before := w.balance(t, w.payTo)
+	for _, tc := range []struct {
+		id, code, retryAfter string
+	}{
+		{running.ID, payment.ReasonIDInProgress, "2"},
+		{answered.ID, payment.ReasonIDExpired, ""},
+	} {
+		status, h, body := get(t, w, "/regime", payment.HeaderPaymentV2, withID(t, signedHeader(t, w, 2, "/regime", nil), tc.id))
+		var refusal struct{ Error string }
+		json.Unmarshal(body, &refusal)
+		if status != http.StatusConflict || refusal.Error != tc.code || h.Get("Retry-After") != tc.retryAfter {
+			t.Errorf("%s: %d %s, Retry-After %q; want 409 %s, %q", tc.id, status, body, h.Get("Retry-After"), tc.code, tc.retryAfter)
+		}
+	}
+	if w.calls.Load() != 0 || w.balance(t, w.payTo).Cmp(before) != 0 {
+		t.Errorf("the handler ran %d times, payTo moved: want nothing", w.calls.Load())
 	}
 }
