@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	json "github.com/segmentio/encoding/json"
 )
 
@@ -224,7 +225,7 @@ func (g *Gate) signIn(ctx context.Context, header, op, resource string, now time
 		}
 	}
 	address := common.HexToAddress(p.Address)
-	sig, err := hexutilDecode(p.Signature)
+	sig, err := hexutil.Decode(p.Signature)
 	if err != nil || !g.signedBy(ctx, common.BytesToHash(accounts.TextHash([]byte(p.message(address, strings.TrimPrefix(p.ChainID, "eip155:"))))), sig, address) {
 		return nil, refuseSIWx(ReasonSIWxSignature, "the signature is not %s's over the EIP-4361 message of these fields", address.Hex())
 	}
@@ -283,13 +284,6 @@ func isValidSignatureCall(hash common.Hash, sig []byte) []byte {
 	padded := make([]byte, (len(sig)+31)/32*32)
 	copy(padded, sig)
 	return append(data, padded...)
-}
-
-func hexutilDecode(s string) ([]byte, error) {
-	if !strings.HasPrefix(s, "0x") {
-		return nil, fmt.Errorf("no 0x prefix")
-	}
-	return hex.DecodeString(s[2:])
 }
 
 // siwxMarks stand for a challenge's fresh values in the pre-encoded

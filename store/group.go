@@ -82,30 +82,38 @@ func (g *group) close() { close(g.done) }
 
 func (g *group) run() {
 	for {
-		var first *groupUpdate
-		select {
-		case first = <-g.queue:
-		case <-g.done:
+		updates, ok := gather(g.queue, g.done, maxGroup)
+		if !ok {
 			return
-		}
-		updates := []*groupUpdate{first}
-		// Let the goroutines that are about to queue an update (their
-		// requests past the signature check) run first: one yield, and
-		// the group takes a quarter more updates per commit, where a
-		// commit's flush, not its statements, is most of a voucher's
-		// store cost (bench/outside).
-		runtime.Gosched()
-	drain:
-		for len(updates) < maxGroup {
-			select {
-			case u := <-g.queue:
-				updates = append(updates, u)
-			default:
-				break drain
-			}
 		}
 		g.commit(updates)
 	}
+}
+
+// gather waits for the next item of queue and takes it with every item
+// queued meanwhile, at most most, or reports false once done is closed.
+// Before it drains, it yields once to the goroutines about to queue
+// (their requests past the signature check): SQLite's groups took a
+// quarter more updates per commit for it, where a commit's flush, not its
+// statements, is most of a voucher's store cost (bench/outside).
+func gather[T any](queue <-chan T, done <-chan struct{}, most int) ([]T, bool) {
+	var first T
+	select {
+	case first = <-queue:
+	case <-done:
+		return nil, false
+	}
+	items := []T{first}
+	runtime.Gosched()
+	for len(items) < most {
+		select {
+		case item := <-queue:
+			items = append(items, item)
+		default:
+			return items, true
+		}
+	}
+	return items, true
 }
 
 // commit runs updates in one transaction and answers every one.

@@ -144,22 +144,9 @@ func (p *pipe) charge(c *pipeCharge) {
 
 func (p *pipe) run() {
 	for {
-		var first *pipeCharge
-		select {
-		case first = <-p.queue:
-		case <-p.done:
+		queued, ok := gather(p.queue, p.done, maxPipe)
+		if !ok {
 			return
-		}
-		queued := []*pipeCharge{first}
-		runtime.Gosched() // as group.run: let the calls about to queue join
-	drain:
-		for len(queued) < maxPipe {
-			select {
-			case c := <-p.queue:
-				queued = append(queued, c)
-			default:
-				break drain
-			}
 		}
 		p.write(queued)
 		for _, c := range queued {

@@ -13,8 +13,6 @@
 // Prints one JSON line; the test that runs it
 // (cmd/tollgate/identifier_interop_test.go) checks the chain and the
 // ledger. Any failure exits 1 with the reason on stderr.
-import { createPublicClient, defineChain, getAddress, http } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
 import { x402Client } from "@x402/core/client";
 import { toClientEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
@@ -22,6 +20,7 @@ import { BatchSettlementEvmScheme } from "@x402/evm/batch-settlement/client";
 import { FileClientChannelStorage } from "@x402/evm/batch-settlement/client/file-storage";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { wrapFetchWithPayment } from "@x402/fetch";
+import { decode, devnetPayer } from "./devnet.mjs";
 
 const network = "eip155:8453";
 
@@ -38,23 +37,7 @@ if (!base || !rpcUrl || !stateDir) {
   fail("usage: node payment-id.mjs BASE_URL RPC_URL STATE_DIR");
 }
 
-function decode(header) {
-  return header ? JSON.parse(Buffer.from(header, "base64").toString()) : null;
-}
-
-const desc = await (await fetch(new URL(rpcUrl).origin + "/devnet.json")).json();
-const payerRole = desc.accounts.find(a => a.role === "payer") ?? fail("/devnet.json has no payer account");
-const account = mnemonicToAccount(desc.mnemonic, { addressIndex: payerRole.index });
-if (account.address !== getAddress(payerRole.address)) {
-  fail(`payer ${account.address} is not /devnet.json's ${payerRole.address}`);
-}
-const chain = defineChain({
-  id: desc.chainId,
-  name: "Tollgate devnet",
-  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-  rpcUrls: { default: { http: [rpcUrl] } },
-});
-const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
+const { account, publicClient } = await devnetPayer(rpcUrl, fail);
 
 // purchase is one client speaking one scheme, whose payments carry the
 // id of the current purchase.

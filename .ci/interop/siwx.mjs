@@ -16,12 +16,12 @@
 // Prints one JSON line; the test that runs it
 // (cmd/tollgate/siwx_interop_test.go) checks the chain. Any failure
 // exits 1 with the reason on stderr.
-import { getAddress } from "viem";
-import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import { createSIWxClientHook } from "@x402/extensions/sign-in-with-x";
 import { wrapFetchWithPayment } from "@x402/fetch";
+import { decode, devnetPayer } from "./devnet.mjs";
 
 function fail(msg) {
   process.stderr.write(`siwx: ${msg}\n`);
@@ -36,16 +36,7 @@ if (!base || !rpcUrl) {
   fail("usage: node siwx.mjs BASE_URL RPC_URL");
 }
 
-function decode(header) {
-  return header ? JSON.parse(Buffer.from(header, "base64").toString()) : null;
-}
-
-const desc = await (await fetch(new URL(rpcUrl).origin + "/devnet.json")).json();
-const payerRole = desc.accounts.find(a => a.role === "payer") ?? fail("/devnet.json has no payer account");
-const account = mnemonicToAccount(desc.mnemonic, { addressIndex: payerRole.index });
-if (account.address !== getAddress(payerRole.address)) {
-  fail(`payer ${account.address} is not /devnet.json's ${payerRole.address}`);
-}
+const { account } = await devnetPayer(rpcUrl, fail);
 
 // client pays as account, the SIWX hook registered when signIn; it
 // records every request it sends: with a payment, with a sign-in.
