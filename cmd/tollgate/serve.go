@@ -163,6 +163,12 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 			cleanups[i]()
 		}
 	}()
+	// The background work started on the way up (counters, claimer,
+	// watchers) ends with ctx: a start that fails after it began cancels
+	// it before the cleanups wait for it, and returns at once instead of
+	// waiting for an interrupt.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	defer func() {
 		if err != nil { // the servers close them on a clean shutdown
 			ls.http.Close()
@@ -945,7 +951,7 @@ func loadKronos(cfg *config, metrics *admin.Metrics, logger *slog.Logger) (*serv
 	start := time.Now()
 	m, err := kronos.Load(cfg.KronosModel, cfg.KronosTokenizer)
 	if err != nil {
-		return nil, fmt.Errorf("kronos: %w", err)
+		return nil, err // "kronos: <file>: …" names what failed
 	}
 	info := m.Info()
 	k := service.NewKronosModel(m, service.KronosSampling(), cfg.ForecastTimeout, metrics.Inference)
