@@ -99,8 +99,12 @@ func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The SDK logs each stateless call's session opening and closing at
+	// INFO: three lines a call, none of them news. It speaks from WARN;
+	// the calls are in the access log.
+	sdkLogger := slog.New(atLeast{logger.Handler(), slog.LevelWarn})
 	s := mcp.NewServer(&mcp.Implementation{Name: "tollgate", Title: "Tollgate", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: logger})
+		&mcp.ServerOptions{Instructions: cfg.Instructions, Logger: sdkLogger})
 	ts, err := tools(cat, routes)
 	if err != nil {
 		return nil, err
@@ -116,7 +120,7 @@ func New(cfg Config, conn grpc.ClientConnInterface, cat *catalog.Catalog, routes
 	return cors(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
-		Logger:       logger,
+		Logger:       sdkLogger,
 		// The SDK refuses a localhost peer asking for another host, which
 		// guards a local MCP server against DNS rebinding. Tollgate is a
 		// public API with no ambient authority to guard, and a load
@@ -304,3 +308,19 @@ func paidMessages(body []byte) []bool {
 	}
 	return out
 }
+
+// atLeast passes on a handler's records of level min and above.
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (a atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= a.min && a.Handler.Enabled(ctx, l)
+}
+
+func (a atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return atLeast{a.Handler.WithAttrs(attrs), a.min}
+}
+
+func (a atLeast) WithGroup(name string) slog.Handler { return atLeast{a.Handler.WithGroup(name), a.min} }

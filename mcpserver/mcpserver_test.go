@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -369,3 +370,47 @@ func TestOtherMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietSessions: the stateless endpoint writes no INFO line of its
+// own per call (the SDK's session opened and closed): the access log has
+// the calls.
+func TestQuietSessions(t *testing.T) {
+	t.Parallel()
+	cat, err := catalog.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h, err := New(Config{Timeout: time.Second, Version: "test", PublicURL: "http://tollgate.test"}, fakeConn{}, cat, gateway.PaidRoutes(cat), &fakeGate{}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	session, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := session.ListTools(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(log.String(), "level=INFO") {
+		t.Errorf("the endpoint logged at INFO per call:\n%s", log.String())
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -14,8 +14,9 @@ import (
 const lockFile = "serve.lock"
 
 // lockDataDir takes the data dir for this serve: an exclusive flock(2) on
-// dir/serve.lock, held until release (or until the process ends, however
-// it ends: the kernel drops the lock with the file). A second serve on
+// dir/serve.lock, held until release, which removes the file (or until
+// the process ends, however it ends: the kernel drops the lock with the
+// file). A second serve on
 // the same dir is refused with the holder's pid, instead of sharing the
 // SQLite file silently (and, on a devnet restart, moving a live database
 // aside under the other one).
@@ -43,5 +44,8 @@ func lockDataDir(dir string) (release func(), err error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return func() { f.Close() }, nil
+	// Released on a clean stop, the file goes with the lock: a data dir
+	// left behind holds no serve.lock (one left by a process that died
+	// is harmless, its lock gone with the process).
+	return func() { os.Remove(path); f.Close() }, nil
 }

@@ -162,6 +162,9 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
+		if err == nil {
+			logger.Info("stopped") // the last line of a clean stop: everything is closed
+		}
 	}()
 	// The background work started on the way up (counters, claimer,
 	// watchers) ends with ctx: a start that fails after it began cancels

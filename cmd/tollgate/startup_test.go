@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -60,4 +61,61 @@ func TestStartFailsAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCleanStop: a serve stopped by its context leaves no serve.lock in
+// its data dir, and its log ends with a line saying it stopped.
+func TestCleanStop(t *testing.T) {
+	t.Parallel()
+	addrs := make([]string, 4)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = l.Addr().String()
+		l.Close()
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", dir, "--http", addrs[0], "--grpc", addrs[1], "--admin", addrs[2], "--devnet-rpc", addrs[3],
+			"--public-url", "http://" + addrs[0]}, envOf(nil), &log, &log)
+	}()
+	waitHealthy(t, "http://"+addrs[0], done)
+	if _, err := os.Stat(filepath.Join(dir, lockFile)); err != nil {
+		t.Fatalf("a running serve holds no %s: %v", lockFile, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("a clean stop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, lockFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is left behind after a clean stop (%v)", lockFile, err)
+	}
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "msg=stopped") {
+		t.Errorf("the log ends with %q; want the line saying it stopped", last)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a serve's concurrent log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
