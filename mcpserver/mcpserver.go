@@ -323,4 +323,6 @@ func (a atLeast) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return atLeast{a.Handler.WithAttrs(attrs), a.min}
 }
 
-func (a atLeast) WithGroup(name string) slog.Handler { return atLeast{a.Handler.WithGroup(name), a.min} }
+func (a atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{a.Handler.WithGroup(name), a.min}
+}
