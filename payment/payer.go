@@ -259,6 +259,17 @@ type PaidResult struct {
 	header     http.Header
 }
 
+// Refusal is why a 402 refused the payment: the v2 PAYMENT-REQUIRED's
+// error, else the v1 body's; "" when it names none.
+func (r *PaidResult) Refusal() string {
+	if req, err := requiredV2(r.header); err == nil && req.Error != "" {
+		return req.Error
+	}
+	var v1 struct{ Error string }
+	_ = json.Unmarshal(r.Body, &v1)
+	return v1.Error
+}
+
 type response struct {
 	status int
 	header http.Header

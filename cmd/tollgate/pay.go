@@ -55,13 +55,20 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	var p payment.Payer
 	var key *ecdsa.PrivateKey
+	reached := false // the server answered the paid request
 	if *keyHex == "" {
 		k, err := devnet.DeriveKey(devnet.Mnemonic, devnet.PayerAccount)
 		if err != nil {
 			return err
 		}
 		key = k
-		fmt.Fprintf(stderr, "paying from devnet test account #%d %s\n", devnet.PayerAccount, crypto.PubkeyToAddress(key.PublicKey).Hex())
+		// Said once the server answered: a call that cannot connect
+		// paid from nobody.
+		defer func() {
+			if reached {
+				fmt.Fprintf(stderr, "paid from devnet test account #%d %s\n", devnet.PayerAccount, crypto.PubkeyToAddress(key.PublicKey).Hex())
+			}
+		}()
 	} else {
 		k, err := crypto.HexToECDSA(strings.TrimPrefix(strings.TrimSpace(*keyHex), "0x"))
 		if err != nil {
@@ -80,7 +87,9 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	if *tool != "" {
-		return payTool(ctx, &p, key, fs.Arg(0), *tool, *toolArgs, *scheme, *channels, *maxDeposit, *refund, stdout, stderr)
+		err := payTool(ctx, &p, key, fs.Arg(0), *tool, *toolArgs, *scheme, *channels, *maxDeposit, *refund, stdout, stderr)
+		reached = err == nil
+		return err
 	}
 	var res *payment.PaidResult
 	var err error
@@ -105,7 +114,13 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("pay: %w", err)
 	}
+	reached = true
 	printSettlement(stderr, res.Settlement)
+	if res.Status == http.StatusPaymentRequired {
+		// The body is x402 v1's requirement, which offers exact alone:
+		// the reason is what the payer needs.
+		return fmt.Errorf("pay: HTTP 402: the payment was refused: %s", orDash(res.Refusal()))
+	}
 	fmt.Fprintf(stdout, "%s\n", res.Body)
 	if res.Status != http.StatusOK {
 		return fmt.Errorf("pay: HTTP %d", res.Status)
@@ -118,7 +133,11 @@ func printSettlement(w io.Writer, s *payment.SettleResponse) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(w, "settlement: success=%v transaction=%s network=%s payer=%s", s.Success, s.Transaction, s.Network, s.Payer)
+	tx := s.Transaction
+	if tx == "" {
+		tx = "none" // a voucher call: its money moves with the channel's claim, later
+	}
+	fmt.Fprintf(w, "settlement: success=%v transaction=%s network=%s payer=%s", s.Success, tx, s.Network, s.Payer)
 	if s.Amount != "" {
 		fmt.Fprintf(w, " amount=%s", s.Amount)
 	}

@@ -75,3 +75,35 @@ func TestPayBatchSettlement(t *testing.T) {
 		t.Errorf("--refund without the scheme: %v", err)
 	}
 }
+
+// TestPayBatchAfterDevnetRestart: a channel file kept from a devnet that
+// restarted (a new chain, an empty escrow) does not leave the payer
+// stuck: the server finds no deposit, pay forgets the kept state and
+// opens the channel again with a deposit, and the call is answered.
+func TestPayBatchAfterDevnetRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pay := func(s *served) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"pay", "--scheme", batch.Scheme, "--channel-dir", dir, s.base + "/regime"}, envOf(nil), &out, &errOut)
+		return errOut.String(), err
+	}
+	first, err := serveFor(t, []string{"--data-dir", t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log, err := pay(first); err != nil {
+		t.Fatalf("the first run: %v\n%s", err, log)
+	}
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := serveFor(t, []string{"--data-dir", t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := pay(restarted)
+	if err != nil || !strings.Contains(log, "amount=") || !strings.Contains(log, `"chargedCumulativeAmount":"50000"`) {
+		t.Fatalf("after the restart: %v; want a new deposit and the first price charged\n%s", err, log)
+	}
+}

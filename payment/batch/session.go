@@ -231,8 +231,16 @@ func (s *Session) Paid(o payment.Offer, r payment.SettleResponse) error {
 }
 
 // Recover implements payment.SchemeClient: a corrective 402's state is
-// adopted (see Recover's checks) and the payment signed again.
+// adopted (see RecoverFrom's checks) and the payment signed again. A
+// channel the server finds without a deposit (a devnet restarted under
+// a kept channel file: a new chain, an empty escrow) is opened again:
+// the kept state is forgotten and the next payment deposits, within
+// MaxDeposit, into the payer's own channel.
 func (s *Session) Recover(refused payment.RequiredV2) bool {
+	if refused.Error == ReasonChannelNotFound && orZero(s.Balance).Sign() > 0 {
+		s.Charged, s.Balance = new(big.Int), new(big.Int)
+		return true
+	}
 	if refused.Error != ReasonCumulativeAmountMismatch && refused.Error != ReasonCumulativeBelowClaimed {
 		return false
 	}
