@@ -485,7 +485,16 @@ func writeChannels(w io.Writer, chans []batch.Channel, txs []batch.TxRecord, now
 		}
 	}
 	if len(txs) == 0 {
-		_, err := fmt.Fprintln(w, "no claim or settle transactions")
+		msg := "no claim or settle transactions"
+		for _, c := range chans {
+			if orZeroInt(c.TotalClaimed).Sign() > 0 {
+				// A cooperative refund claims what was charged in its own
+				// transaction, which the claimer's list does not hold.
+				msg = "no claim or settle transactions of the claimer: what is claimed above was claimed by cooperative refunds, each in its refund's transaction"
+				break
+			}
+		}
+		_, err := fmt.Fprintln(w, msg)
 		return err
 	}
 	fmt.Fprintln(w)

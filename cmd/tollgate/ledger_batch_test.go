@@ -260,3 +260,5 @@ func TestUSD(t *testing.T) {
 		}
 	}
 }
+
+
