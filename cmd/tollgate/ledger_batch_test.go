@@ -260,5 +260,3 @@ func TestUSD(t *testing.T) {
 		}
 	}
 }
-
-
