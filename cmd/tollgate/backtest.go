@@ -24,7 +24,6 @@ import (
 // one is called out as such.
 func backtest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("backtest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	product := fs.String("product", "ETH-USD", "BTC-USD or ETH-USD")
 	candlesURL := fs.String("candles-url", getenv("TOLLGATE_CANDLES_URL"), "Coinbase Exchange REST base URL, or \"synthetic\"; empty: "+
 		coinbaseExchangeURL+" when TOLLGATE_CHAIN_RPC is set (as serve), else the synthetic feed")
@@ -36,7 +35,7 @@ func backtest(ctx context.Context, args []string, getenv func(string) string, st
 	modelName := fs.String("model", "embedded", "the model scored: embedded (damped-trend smoothing) or kronos (as /forecast runs it: the last 512 − horizon candles of the window, the service's sampling; needs --kronos-model and --kronos-tokenizer)")
 	kronosModel := fs.String("kronos-model", getenv("TOLLGATE_KRONOS_MODEL"), "with --model kronos: directory of the predictor checkpoint")
 	kronosTok := fs.String("kronos-tokenizer", getenv("TOLLGATE_KRONOS_TOKENIZER"), "with --model kronos: directory of the tokenizer checkpoint")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "backtest", args, stdout); err != nil {
 		return err
 	}
 	var model service.Model // nil: the embedded model

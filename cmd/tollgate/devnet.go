@@ -24,9 +24,8 @@ import (
 // chain. It serves JSON-RPC, the description and the gas accounts
 // (devnet.DescriptionPath, devnet.GasAccountPath) on one port until ctx
 // ends.
-func devnetCmd(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func devnetCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("devnet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	def := getenv("TOLLGATE_DEVNET_RPC")
 	if def == "" {
 		def = defaultDevnetRPC
@@ -37,7 +36,7 @@ func devnetCmd(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintln(fs.Output(), "Usage: tollgate devnet [--rpc 127.0.0.1:8545] [--block-time 2s]\n\nRuns the devnet chain alone, for servers started with tollgate serve --devnet-url.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "devnet", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

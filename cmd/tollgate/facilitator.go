@@ -28,9 +28,8 @@ import (
 // escrow at its canonical address). With a receiver authorizer key it
 // signs the claims and refunds a server leaves unsigned and advertises
 // the key's address in /supported.
-func facilitator(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func facilitator(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("facilitator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("http", "127.0.0.1:8403", "listen address of the facilitator API")
 	rpcURL := fs.String("chain-rpc", getenv("TOLLGATE_CHAIN_RPC"), "Ethereum JSON-RPC URL of a Base node (chain id 8453), or the devnet's")
 	asset := fs.String("asset", baseUSDC, "EIP-3009 token accepted (default USDC on Base)")
@@ -40,7 +39,7 @@ func facilitator(ctx context.Context, args []string, getenv func(string) string,
 		"batch-settlement: file holding the hex key of the receiver authorizer this facilitator signs claims and refunds with and advertises "+
 			"(or set TOLLGATE_BATCH_AUTHORIZER_KEY); optional: without it, servers sign their own. Anyone reaching the API can then have "+
 			"refunds signed: keep it on a private network")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "facilitator", args, stdout); err != nil {
 		return err
 	}
 	if *rpcURL == "" || !common.IsHexAddress(*asset) {

@@ -140,7 +140,7 @@ func TestFacilitatorBatchFlags(t *testing.T) {
 	t.Parallel()
 	const secret = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
 	var help bytes.Buffer
-	err := run(context.Background(), []string{"facilitator", "--help"}, envOf(map[string]string{"TOLLGATE_BATCH_AUTHORIZER_KEY": secret}), io.Discard, &help)
+	err := run(context.Background(), []string{"facilitator", "--help"}, envOf(map[string]string{"TOLLGATE_BATCH_AUTHORIZER_KEY": secret}), &help, io.Discard)
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(help.String(), "-batch-authorizer-key-file") ||
 		!strings.Contains(help.String(), "TOLLGATE_BATCH_AUTHORIZER_KEY") || strings.Contains(help.String(), secret) {
 		t.Errorf("facilitator --help = %v:\n%s", err, help.String())

@@ -16,11 +16,10 @@ import (
 // image has no shell or curl).
 func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := orDefault(getenv("TOLLGATE_ADMIN"), defaultAdmin)
 	url := fs.String("url", "", "readiness URL; default: /readyz on TOLLGATE_ADMIN, else "+defaultAdmin)
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of the check")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "healthcheck", args, stdout); err != nil {
 		return err
 	}
 	if *url == "" {

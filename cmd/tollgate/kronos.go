@@ -22,13 +22,12 @@ import (
 // interval after its last candle.
 func kronosCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kronos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	modelDir := fs.String("kronos-model", getenv("TOLLGATE_KRONOS_MODEL"), "directory of the predictor checkpoint (config.json + model.safetensors), e.g. NeoQuasar/Kronos-small")
 	tokDir := fs.String("kronos-tokenizer", getenv("TOLLGATE_KRONOS_TOKENIZER"), "directory of its tokenizer checkpoint, e.g. NeoQuasar/Kronos-Tokenizer-base")
 	predLen := fs.Int("pred-len", 0, "candles to forecast (required)")
 	greedy := fs.Bool("greedy", false, "deterministic: temperature 1, top-k 1, one sample (the reference's regression tests)")
 	temperature := fs.Float64("temperature", 1.0, "sampling temperature (the reference predictor's default 1.0)")
-	topP := fs.Float64("top-p", 0.9, "nucleus sampling: the smallest set of tokens reaching this probability (default 0.9, the reference's); 1: off")
+	topP := fs.Float64("top-p", 0.9, "nucleus sampling: the smallest set of tokens reaching this probability (the reference's default); 1: off")
 	topK := fs.Int("top-k", 0, "sample among the k most likely tokens; 0: off (when set, --top-p is ignored, as in the reference)")
 	samples := fs.Int("samples", 1, "sample paths averaged into the forecast")
 	seed := fs.Uint64("seed", 0, "seed of the sampling: the same input, settings and seed give the same forecast")
@@ -40,7 +39,7 @@ func kronosCmd(ctx context.Context, args []string, getenv func(string) string, s
 			"reference reads them (its window slides).\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "kronos", args, stdout); err != nil {
 		return err
 	}
 	var errs []error

@@ -17,16 +17,24 @@ import (
 // lanesCmd runs `tollgate lanes import FILE`: reads closes from a JSONL or
 // CSV file and stores them in the data dir's store, all or nothing.
 func lanesCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	const lanesUsage = "usage: tollgate lanes import [--data-dir DIR | --database URL] [--format jsonl|csv] FILE"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, lanesUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "import" {
-		return errors.New("usage: tollgate lanes import [--data-dir DIR | --database URL] [--format jsonl|csv] FILE")
+		return errors.New(lanesUsage)
 	}
 	fs := flag.NewFlagSet("lanes import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), lanesUsage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
 	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
 		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
 	database := fs.String("database", getenv("TOLLGATE_DATABASE"), databaseUsage)
 	format := fs.String("format", "", "jsonl or csv; empty: from the file name (.jsonl, .csv)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, "lanes import", args[1:], stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -36,12 +36,19 @@ settled, failed, released), charged (a voucher call), or paid (settled or charge
 // ledgerCmd runs `tollgate ledger list|export|reconcile|channels`: the operator's
 // view of the money, without SQL.
 func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, ledgerUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
 		return errors.New(ledgerUsage)
 	}
 	sub := args[0]
 	fs := flag.NewFlagSet("ledger "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), ledgerUsage+"\n\nFlags of ledger "+sub+":")
+		fs.PrintDefaults()
+	}
 	dataDir := fs.String("data-dir", serveDataDir(getenv), "directory of the store; default: serve's under the same environment ("+
 		productionDataDir+" when TOLLGATE_CHAIN_RPC is set, else "+devnetDataDir+")")
 	database := fs.String("database", getenv("TOLLGATE_DATABASE"), databaseUsage)
@@ -62,7 +69,7 @@ func ledgerCmd(ctx context.Context, args []string, getenv func(string) string, s
 	default:
 		return fmt.Errorf("ledger: unknown command %q\n%s", sub, ledgerUsage)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, "ledger "+sub, args[1:], stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -42,7 +42,8 @@ Usage:
   tollgate serve [flags]   run the gRPC server and the REST gateway (devnet unless --chain-rpc)
   tollgate devnet [--rpc 127.0.0.1:8545]
                            run the devnet chain alone, shared by servers started with --devnet-url
-  tollgate pay [flags] URL pay one x402-priced GET and print the body (tollgate pay --help)
+  tollgate pay [flags] URL pay one x402-priced GET and print the body, or with --tool NAME MCP_URL
+                           call one paid MCP tool (tollgate pay --help)
   tollgate facilitator     serve the self-hosted facilitator's x402 HTTP API (tollgate facilitator --help)
   tollgate lanes import FILE
                            store trade-tape closes from JSONL or CSV (all or nothing; idempotent by id)
@@ -82,12 +83,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		fs, cfg := newServeFlags(getenv)
-		fs.SetOutput(stderr)
 		fs.Usage = func() {
 			fmt.Fprint(fs.Output(), usage)
 			fs.PrintDefaults()
+			printEnv(fs.Output(), fs)
 		}
-		if err := fs.Parse(args[1:]); err != nil {
+		if err := parseFlags(fs, "serve", args[1:], stdout); err != nil {
 			return err
 		}
 		if fs.NArg() > 0 {
@@ -98,11 +99,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return serve(ctx, cfg, stderr)
 	case "devnet":
-		return devnetCmd(ctx, args[1:], getenv, stderr)
+		return devnetCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "pay":
 		return pay(ctx, args[1:], getenv, stdout, stderr)
 	case "facilitator":
-		return facilitator(ctx, args[1:], getenv, stderr)
+		return facilitator(ctx, args[1:], getenv, stdout, stderr)
 	case "lanes":
 		return lanesCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "ledger":
@@ -118,6 +119,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		return fmt.Errorf("unknown command %q; see tollgate --help", args[0])
 	}
+}
+
+// parseFlags parses args into fs, the flags of tollgate's command name:
+// -h or --help prints fs's usage on stdout and returns flag.ErrHelp (the
+// process exits 0); a flag that does not parse is one error line naming
+// the command's --help, not the usage around it.
+func parseFlags(fs *flag.FlagSet, name string, args []string, stdout io.Writer) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if isHelp(a) && a != "help" {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return flag.ErrHelp
+		}
+	}
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%s: %w (tollgate %s --help lists its flags)", name, err, name)
+	}
+	return nil
+}
+
+// isHelp reports whether a is a request for help.
+func isHelp(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help" || a == "--h" || a == "help"
 }
 
 // printEnv prints the environment table: the variable of every flag of

@@ -251,3 +251,33 @@ func TestProductionNeedsPayToAndKey(t *testing.T) {
 		t.Errorf("help: %v", err)
 	}
 }
+
+// TestHelpEverywhere: every command's --help (and ledger's and lanes'
+// own) prints its usage on stdout, nothing on stderr, and ends in
+// flag.ErrHelp (exit 0); serve's lists the environment too. A flag that
+// does not parse is one line naming the command's --help.
+func TestHelpEverywhere(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"serve", "--help"}, {"pay", "--help"}, {"devnet", "--help"}, {"facilitator", "-h"},
+		{"lanes", "--help"}, {"lanes", "import", "--help"}, {"ledger", "--help"}, {"ledger", "help"}, {"ledger", "channels", "--help"},
+		{"backtest", "--help"}, {"kronos", "--help"}, {"healthcheck", "--help"}} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, envOf(nil), &out, &errOut)
+		if !errors.Is(err, flag.ErrHelp) || out.Len() == 0 || errOut.Len() != 0 {
+			t.Errorf("%q: %v, %d bytes on stdout, stderr %q", args, err, out.Len(), errOut.String())
+		}
+		if args[0] == "serve" && !strings.Contains(out.String(), "TOLLGATE_PUBLIC_URL") {
+			t.Errorf("serve --help lists no environment")
+		}
+		if args[0] == "kronos" && strings.Count(out.String(), "0.9") != 1 {
+			t.Errorf("kronos --help names --top-p's default %d times", strings.Count(out.String(), "0.9"))
+		}
+	}
+	for _, args := range [][]string{{"serve", "--nope"}, {"pay", "--nope", "http://x"}, {"ledger", "list", "--nope"}} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), args, envOf(nil), &out, &errOut)
+		if err == nil || strings.Count(err.Error(), "\n") > 0 || !strings.Contains(err.Error(), "--help") || out.Len()+errOut.Len() != 0 {
+			t.Errorf("%q: %q with %d bytes of output; want one line naming --help", args, err, out.Len()+errOut.Len())
+		}
+	}
+}

@@ -28,7 +28,6 @@ import (
 // the body to stdout and the settlement to stderr.
 func pay(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	version := fs.Int("x402-version", 2, "x402 protocol version to pay with: 2 (PAYMENT-SIGNATURE) or 1 (X-PAYMENT)")
 	keyHex := fs.String("key", getenv("TOLLGATE_PAYER_KEY"), "payer's hex private key (or TOLLGATE_PAYER_KEY); default: devnet test account #0")
 	timeout := fs.Duration("timeout", 2*time.Minute, "overall deadline")
@@ -43,7 +42,7 @@ func pay(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(fs.Output(), "Usage: tollgate pay [flags] URL\n       tollgate pay --tool NAME [--args JSON] [flags] MCP_URL\n\nPays one x402-priced GET (or MCP tool call) and prints the response body (the tool's structured result); the settlement goes to stderr.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, "pay", args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
