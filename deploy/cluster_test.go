@@ -74,7 +74,7 @@ func haproxyPath(t testing.TB) string {
 	if os.Getenv(RequireHAProxyEnv) == "1" {
 		t.Fatalf("haproxy is not installed and %s=1 (apt-get install haproxy)", RequireHAProxyEnv)
 	}
-	t.Skipf("haproxy is not installed (apt-get install haproxy; %s=1 makes this a failure)", RequireHAProxyEnv)
+	t.Skipf("capability haproxy not tested: replicas behind a load balancer, end to end; to test it: apt-get install haproxy (%s=1 makes its absence a failure)", RequireHAProxyEnv)
 	return ""
 }
 

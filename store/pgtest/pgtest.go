@@ -64,7 +64,7 @@ func (c *cluster) database(t testing.TB) string {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("PostgreSQL is required (%s=1): %v", RequireEnv, c.err)
 		}
-		t.Skipf("PostgreSQL not installed (%v): install Debian's postgresql package to run this test", c.err)
+		t.Skipf("capability postgresql not tested: the store on PostgreSQL, replicas on one database (%v); to test it: apt-get install postgresql", c.err)
 	}
 	if c.err != nil {
 		t.Fatalf("PostgreSQL test cluster: %v", c.err)

@@ -41,7 +41,7 @@ func checkpointDirs(t testing.TB, config string) (model, tok string) {
 			return filepath.Join(dir, "model"), filepath.Join(dir, "tokenizer")
 		}
 	}
-	t.Skipf("checkpoint %q is neither in testdata nor in %s (the mini checkpoint is only in the shared fixtures)", config, sharedFixtures)
+	t.Skipf("capability kronos-reference not tested: Kronos against the reference's outputs for the %s checkpoint (in neither testdata nor %s); to test it: TOLLGATE_KRONOS_FIXTURES=DIR, the reference's seeded checkpoints", config, sharedFixtures)
 	return "", ""
 }
 
