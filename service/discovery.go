@@ -87,6 +87,19 @@ type OpCounters struct {
 type DataSource struct {
 	Kind, Name, Description string
 	Synthetic               bool
+	// Cost, for the in-process model, reads what it costs to run; nil
+	// for other sources.
+	Cost func() ModelCost
+}
+
+// ModelCost is what the in-process forecasting model costs to run.
+type ModelCost struct {
+	Checkpoint string
+	Parameters int64
+	// WarmUp is the start-up inference's time, Timeout the deadline of
+	// one prediction, Last the latest inference's time, ended at LastAt.
+	WarmUp, Timeout, Last time.Duration
+	LastAt                time.Time
 }
 
 // Validate reports every problem of c at once.
@@ -177,7 +190,23 @@ func (d *Discovery) GetHealth(context.Context, *tollgatev1.GetHealthRequest) (*t
 
 // GetProject implements tollgatev1.DiscoveryServiceServer.
 func (d *Discovery) GetProject(context.Context, *tollgatev1.GetProjectRequest) (*tollgatev1.GetProjectResponse, error) {
-	return proto.CloneOf(d.project), nil
+	p := proto.CloneOf(d.project)
+	for i, src := range d.cfg.Sources {
+		if src.Cost != nil { // live: the model's latest inference
+			p.Sources[i].Cost = modelCost(src.Cost())
+		}
+	}
+	return p, nil
+}
+
+// modelCost is c on the wire.
+func modelCost(c ModelCost) *tollgatev1.ModelCost {
+	out := &tollgatev1.ModelCost{Checkpoint: c.Checkpoint, Parameters: c.Parameters, WarmupSeconds: c.WarmUp.Seconds(),
+		LastInferenceSeconds: c.Last.Seconds(), TimeoutSeconds: c.Timeout.Seconds()}
+	if !c.LastAt.IsZero() {
+		out.LastInferenceAt = c.LastAt.UTC().Format(time.RFC3339)
+	}
+	return out
 }
 
 // GetLlmsTxt implements tollgatev1.DiscoveryServiceServer.
@@ -307,9 +336,7 @@ func (d *Discovery) buildProject() *tollgatev1.GetProjectResponse {
 		p.DevnetContracts = append(p.DevnetContracts, &tollgatev1.DevnetContract{Name: c.Name, Address: c.Address, Expect: c.Expect, Role: c.Role})
 	}
 	for _, src := range d.cfg.Sources {
-		p.Sources = append(p.Sources, &tollgatev1.DataSource{
-			Kind: src.Kind, Name: src.Name, Synthetic: src.Synthetic, Description: src.Description,
-		})
+		p.Sources = append(p.Sources, &tollgatev1.DataSource{Kind: src.Kind, Name: src.Name, Synthetic: src.Synthetic, Description: src.Description})
 	}
 	for _, op := range d.cat.Operations() {
 		if !op.Paid() {

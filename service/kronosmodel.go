@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate/tollgate/service/forecast/kronos"
@@ -38,6 +39,15 @@ type KronosModel struct {
 	timeout time.Duration
 	turn    chan struct{}
 	observe func(model string, took time.Duration, err error)
+	// warmUp is WarmUp's time; last the latest inference that ended.
+	warmUp atomic.Int64
+	last   atomic.Pointer[inference]
+}
+
+// inference is one inference's time and end.
+type inference struct {
+	took time.Duration
+	at   time.Time
 }
 
 // NewKronosModel serves m with the sampling opts (KronosSampling, the
@@ -68,6 +78,12 @@ func (k *KronosModel) Name() string { return k.name }
 // hours), sampled with the model's options and a seed drawn from the
 // inputs.
 func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) ([]float64, string, error) {
+	return k.predict(ctx, s, steps, true)
+}
+
+// predict is Predict; served tells an answer's inference (observed, and
+// the latest in Cost) from the warm-up's.
+func (k *KronosModel) predict(ctx context.Context, s market.Series, steps int, served bool) ([]float64, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
 	n := min(len(s.Candles), kronos.DefaultMaxContext-steps)
@@ -82,7 +98,9 @@ func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) (
 	select {
 	case k.turn <- struct{}{}:
 	case <-ctx.Done():
-		k.observe(k.name, 0, ctx.Err())
+		if served {
+			k.observe(k.name, 0, ctx.Err())
+		}
 		return nil, "", fmt.Errorf("kronos: waiting for the model: %w", ctx.Err())
 	}
 	defer func() { <-k.turn }()
@@ -90,7 +108,12 @@ func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) (
 	o.Seed = seedOf(s.Product, s.Granularity, steps, in)
 	start := time.Now()
 	out, err := k.m.Forecast(ctx, in, future, o)
-	k.observe(k.name, time.Since(start), err)
+	if took := time.Since(start); served {
+		k.observe(k.name, took, err)
+		if err == nil {
+			k.last.Store(&inference{took: took, at: time.Now()})
+		}
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("kronos: %w", err)
 	}
@@ -102,6 +125,45 @@ func (k *KronosModel) Predict(ctx context.Context, s market.Series, steps int) (
 		closes[i] = c.Close
 	}
 	return closes, k.name, nil
+}
+
+// Warm-up's input: a cold /forecast at its usual size, the most candles
+// a 48-step forecast reads (512 − 48) and the longest horizon.
+const (
+	warmUpCandles = kronos.DefaultMaxContext - warmUpSteps
+	warmUpSteps   = 48
+)
+
+// WarmUp runs one inference at a cold /forecast's size, on hourly
+// candles of a smooth synthetic course, with the service's sampling, and
+// returns its time, which Cost reports from then on: the cost of the
+// checkpoint on this machine, measured where it serves. It is not an
+// answer's inference: neither observed nor Cost's latest.
+func (k *KronosModel) WarmUp(ctx context.Context) (time.Duration, error) {
+	s := market.Series{Product: "ETH-USD", Granularity: time.Hour}
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	for i := range warmUpCandles {
+		c := 2000 + 50*math.Sin(float64(i)/24) + float64(i)/10
+		s.Candles = append(s.Candles, market.Candle{Time: t0.Add(time.Duration(i) * time.Hour), Open: c - 1, High: c + 3, Low: c - 3, Close: c, Volume: 1000})
+	}
+	start := time.Now()
+	_, _, err := k.predict(ctx, s, warmUpSteps, false)
+	took := time.Since(start)
+	if err == nil {
+		k.warmUp.Store(int64(took))
+	}
+	return took, err
+}
+
+// Cost is what the model costs to run: its checkpoint, its parameters,
+// the warm-up's time, the deadline and the latest inference.
+func (k *KronosModel) Cost() ModelCost {
+	info := k.m.Info()
+	c := ModelCost{Checkpoint: k.name, Parameters: int64(info.Params + info.TokenizerParams), WarmUp: time.Duration(k.warmUp.Load()), Timeout: k.timeout}
+	if l := k.last.Load(); l != nil {
+		c.Last, c.LastAt = l.took, l.at
+	}
+	return c
 }
 
 // seedOf draws a forecast's seed from what it is asked: the product, the

@@ -76,7 +76,7 @@ func main() {
 	for sc.Scan() {
 		var e event
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
-			fmt.Println(sc.Text()) // not an event: pass it on
+			fmt.Fprintln(os.Stdout, sc.Text()) // not an event: pass it on
 			continue
 		}
 		key := e.Package + "\x00" + e.Test
@@ -85,7 +85,7 @@ func main() {
 			outputs[key] = append(outputs[key], e.Output)
 		case "build-fail":
 			failed = true
-			fmt.Print(strings.Join(outputs[key], ""))
+			fmt.Fprint(os.Stdout, strings.Join(outputs[key], ""))
 		case "skip":
 			if e.Test != "" {
 				if m := capability.FindStringSubmatch(strings.Join(outputs[key], "")); m != nil {
@@ -99,21 +99,21 @@ func main() {
 					otherSkips++
 				}
 			} else {
-				fmt.Printf("?   \t%s\t[no tests to run]\n", e.Package)
+				fmt.Fprintf(os.Stdout, "?   \t%s\t[no tests to run]\n", e.Package)
 			}
 			delete(outputs, key)
 		case "pass":
 			if e.Test == "" {
-				fmt.Printf("ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(os.Stdout, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
 			}
 			delete(outputs, key)
 		case "fail":
 			failed = true
 			if e.Test != "" {
-				fmt.Print(strings.Join(outputs[key], ""))
+				fmt.Fprint(os.Stdout, strings.Join(outputs[key], ""))
 			} else {
-				fmt.Print(strings.Join(outputs[key], ""))
-				fmt.Printf("FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+				fmt.Fprint(os.Stdout, strings.Join(outputs[key], ""))
+				fmt.Fprintf(os.Stdout, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
 			}
 			delete(outputs, key)
 		}
@@ -122,7 +122,7 @@ func main() {
 		failed = true
 	}
 	if len(caps) > 0 {
-		fmt.Println("\nNot tested on this machine:")
+		fmt.Fprintln(os.Stdout, "\nNot tested on this machine:")
 		names := make([]string, 0, len(caps))
 		for n := range caps {
 			names = append(names, n)
@@ -130,14 +130,14 @@ func main() {
 		sort.Strings(names)
 		for _, n := range names {
 			c := caps[n]
-			fmt.Printf("  %s: %s (%d skipped, e.g. %s); to test it: %s\n", n, c.what, len(c.tests), c.tests[0], c.enable)
+			fmt.Fprintf(os.Stdout, "  %s: %s (%d skipped, e.g. %s); to test it: %s\n", n, c.what, len(c.tests), c.tests[0], c.enable)
 		}
 	}
 	if otherSkips > 0 {
-		fmt.Printf("%d more tests skipped for reasons of their own (go test -v ./... shows them)\n", otherSkips)
+		fmt.Fprintf(os.Stdout, "%d more tests skipped for reasons of their own (go test -v ./... shows them)\n", otherSkips)
 	}
 	if failed {
-		fmt.Println("FAIL")
+		fmt.Fprintln(os.Stdout, "FAIL")
 		os.Exit(1)
 	}
 }

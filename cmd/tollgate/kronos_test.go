@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,6 +180,27 @@ func TestServeKronos(t *testing.T) {
 	if !bytes.Contains(project, []byte(`"kind":"model","name":"kronos-custom"`)) {
 		t.Errorf("/tollgate does not say Kronos serves: %s", project)
 	}
+	var facts struct {
+		Sources []struct {
+			Kind string
+			Cost *struct {
+				Checkpoint                                          string
+				Parameters                                          string // int64 in JSON
+				WarmupSeconds, LastInferenceSeconds, TimeoutSeconds float64
+				LastInferenceAt                                     string
+			}
+		}
+	}
+	json.Unmarshal(project, &facts)
+	for _, src := range facts.Sources {
+		if src.Kind != "model" {
+			continue
+		}
+		if c := src.Cost; c == nil || c.Checkpoint != "kronos-custom" || c.Parameters == "" || c.Parameters == "0" || c.WarmupSeconds <= 0 ||
+			c.LastInferenceSeconds <= 0 || c.LastInferenceAt == "" || c.TimeoutSeconds != 20 {
+			t.Errorf("/tollgate's model entry says of its cost %+v; want the checkpoint, its parameters, the warm-up, the last inference and the timeout", c)
+		}
+	}
 	fams := scrape(t, s.admin)
 	if v, ok := sample(fams["tollgate_forecast_inferences_total"].GetMetric(), "model", "kronos-custom", "outcome", "ok"); !ok || v != 1 {
 		t.Errorf("tollgate_forecast_inferences_total{outcome=ok} = %v (%v), want 1", v, ok)
@@ -198,5 +220,46 @@ func TestServeKronos(t *testing.T) {
 		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestKronosWarmUp: serve logs the time of a warm-up inference at start,
+// and warns when --forecast-timeout is too short for it to hold.
+func TestKronosWarmUp(t *testing.T) {
+	t.Parallel()
+	model, tok := filepath.Join(kronosFixtures, "tiny", "model"), filepath.Join(kronosFixtures, "tiny", "tokenizer")
+	for _, tc := range []struct {
+		timeout, want string
+	}{
+		{"20s", `level=INFO msg="kronos warm-up inference" took=`},
+		{"1ms", "level=WARN msg=\"kronos warm-up inference failed"},
+	} {
+		t.Run(tc.timeout, func(t *testing.T) {
+			t.Parallel()
+			addrs := make([]string, 4)
+			for i := range addrs {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				addrs[i] = l.Addr().String()
+				l.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var log syncBuffer
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--http", addrs[0], "--grpc", addrs[1], "--admin", addrs[2],
+					"--devnet-rpc", addrs[3], "--public-url", "http://" + addrs[0], "--kronos-model", model, "--kronos-tokenizer", tok,
+					"--forecast-timeout", tc.timeout}, envOf(nil), &log, &log)
+			}()
+			waitHealthy(t, "http://"+addrs[0], done)
+			cancel()
+			<-done
+			if !strings.Contains(log.String(), tc.want) {
+				t.Errorf("--forecast-timeout %s: the log lacks %q:\n%s", tc.timeout, tc.want, log.String())
+			}
+		})
 	}
 }

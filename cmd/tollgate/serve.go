@@ -301,7 +301,8 @@ func serveOn(ctx context.Context, cfg *config, logger *slog.Logger, ls listeners
 		}
 		model = k
 		modelSource = service.DataSource{Kind: "model", Name: k.Name(), Description: "Kronos, the open K-line foundation model (github.com/shiyu-coder/Kronos, MIT), " +
-			"run in process; the embedded damped-trend smoothing answers when it fails (the answer's fallback says so)"}
+			"run in process; the embedded damped-trend smoothing answers when it fails (the answer's fallback says so)", Cost: k.Cost}
+		warmUp(ctx, k, cfg.ForecastTimeout, logger)
 	}
 	if cfg.ForecastModel != "" {
 		conn, err := dialModel(cfg, metrics.UnaryClient("model"))
@@ -945,6 +946,23 @@ func routeOf(cat *catalog.Catalog) func(*http.Request) string {
 			return mcpserver.Path
 		}
 		return rest(r)
+	}
+}
+
+// warmUp runs Kronos once at a cold /forecast's size and logs the time;
+// a time near --forecast-timeout is a warning: forecasts would fall back
+// to the embedded model (the answer says so) rather than wait for Kronos.
+func warmUp(ctx context.Context, k *service.KronosModel, timeout time.Duration, logger *slog.Logger) {
+	took, err := k.WarmUp(ctx)
+	switch {
+	case err != nil:
+		logger.Warn("kronos warm-up inference failed: forecasts will answer with the embedded model when Kronos cannot within --forecast-timeout",
+			"took", took.Round(time.Millisecond), "forecast_timeout", timeout, "err", err)
+	case took > timeout*2/3:
+		logger.Warn("kronos warm-up inference took close to --forecast-timeout: cold forecasts may time out and answer with the embedded model; "+
+			"raise --forecast-timeout or choose a smaller checkpoint", "took", took.Round(time.Millisecond), "forecast_timeout", timeout, "model", k.Name())
+	default:
+		logger.Info("kronos warm-up inference", "took", took.Round(time.Millisecond), "candles", 464, "steps", 48, "forecast_timeout", timeout, "model", k.Name())
 	}
 }
 

@@ -692,7 +692,10 @@ type DataSource struct {
 	// True for generated data (the devnet): not market or chain data.
 	Synthetic bool `protobuf:"varint,3,opt,name=synthetic,proto3" json:"synthetic,omitempty"`
 	// One line about it.
-	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// For the in-process forecasting model: what it costs to run; absent
+	// for other sources.
+	Cost          *ModelCost `protobuf:"bytes,5,opt,name=cost,proto3,oneof" json:"cost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -755,6 +758,105 @@ func (x *DataSource) GetDescription() string {
 	return ""
 }
 
+func (x *DataSource) GetCost() *ModelCost {
+	if x != nil {
+		return x.Cost
+	}
+	return nil
+}
+
+// What the in-process forecasting model costs to run.
+type ModelCost struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The checkpoint that serves, e.g. "kronos-small".
+	Checkpoint string `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	// Its parameter count (the predictor's and the tokenizer's).
+	Parameters int64 `protobuf:"varint,2,opt,name=parameters,proto3" json:"parameters,omitempty"`
+	// The warm-up inference at start-up: a cold /forecast of 464 candles
+	// and 48 steps with the service's sampling, in seconds.
+	WarmupSeconds float64 `protobuf:"fixed64,3,opt,name=warmup_seconds,json=warmupSeconds,proto3" json:"warmup_seconds,omitempty"`
+	// The last inference served, in seconds; 0 before the first.
+	LastInferenceSeconds float64 `protobuf:"fixed64,4,opt,name=last_inference_seconds,json=lastInferenceSeconds,proto3" json:"last_inference_seconds,omitempty"`
+	// When it ended, RFC 3339; empty before the first.
+	LastInferenceAt string `protobuf:"bytes,5,opt,name=last_inference_at,json=lastInferenceAt,proto3" json:"last_inference_at,omitempty"`
+	// The deadline of one prediction (--forecast-timeout), in seconds.
+	TimeoutSeconds float64 `protobuf:"fixed64,6,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ModelCost) Reset() {
+	*x = ModelCost{}
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelCost) ProtoMessage() {}
+
+func (x *ModelCost) ProtoReflect() protoreflect.Message {
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelCost.ProtoReflect.Descriptor instead.
+func (*ModelCost) Descriptor() ([]byte, []int) {
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ModelCost) GetCheckpoint() string {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return ""
+}
+
+func (x *ModelCost) GetParameters() int64 {
+	if x != nil {
+		return x.Parameters
+	}
+	return 0
+}
+
+func (x *ModelCost) GetWarmupSeconds() float64 {
+	if x != nil {
+		return x.WarmupSeconds
+	}
+	return 0
+}
+
+func (x *ModelCost) GetLastInferenceSeconds() float64 {
+	if x != nil {
+		return x.LastInferenceSeconds
+	}
+	return 0
+}
+
+func (x *ModelCost) GetLastInferenceAt() string {
+	if x != nil {
+		return x.LastInferenceAt
+	}
+	return ""
+}
+
+func (x *ModelCost) GetTimeoutSeconds() float64 {
+	if x != nil {
+		return x.TimeoutSeconds
+	}
+	return 0
+}
+
 // A paid operation of the catalog.
 type PaidOperation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -779,7 +881,7 @@ type PaidOperation struct {
 
 func (x *PaidOperation) Reset() {
 	*x = PaidOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -791,7 +893,7 @@ func (x *PaidOperation) String() string {
 func (*PaidOperation) ProtoMessage() {}
 
 func (x *PaidOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[9]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -804,7 +906,7 @@ func (x *PaidOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaidOperation.ProtoReflect.Descriptor instead.
 func (*PaidOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{9}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PaidOperation) GetName() string {
@@ -896,7 +998,7 @@ type Parameter struct {
 
 func (x *Parameter) Reset() {
 	*x = Parameter{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1010,7 @@ func (x *Parameter) String() string {
 func (*Parameter) ProtoMessage() {}
 
 func (x *Parameter) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[10]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1023,7 @@ func (x *Parameter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Parameter.ProtoReflect.Descriptor instead.
 func (*Parameter) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{10}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Parameter) GetName() string {
@@ -1015,7 +1117,7 @@ type FreeOperation struct {
 
 func (x *FreeOperation) Reset() {
 	*x = FreeOperation{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1129,7 @@ func (x *FreeOperation) String() string {
 func (*FreeOperation) ProtoMessage() {}
 
 func (x *FreeOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[11]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1142,7 @@ func (x *FreeOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeOperation.ProtoReflect.Descriptor instead.
 func (*FreeOperation) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{11}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FreeOperation) GetName() string {
@@ -1086,7 +1188,7 @@ type GetLlmsTxtRequest struct {
 
 func (x *GetLlmsTxtRequest) Reset() {
 	*x = GetLlmsTxtRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1200,7 @@ func (x *GetLlmsTxtRequest) String() string {
 func (*GetLlmsTxtRequest) ProtoMessage() {}
 
 func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[12]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1213,7 @@ func (x *GetLlmsTxtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtRequest.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{12}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
 }
 
 type GetLlmsTxtResponse struct {
@@ -1123,7 +1225,7 @@ type GetLlmsTxtResponse struct {
 
 func (x *GetLlmsTxtResponse) Reset() {
 	*x = GetLlmsTxtResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1237,7 @@ func (x *GetLlmsTxtResponse) String() string {
 func (*GetLlmsTxtResponse) ProtoMessage() {}
 
 func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[13]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1250,7 @@ func (x *GetLlmsTxtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLlmsTxtResponse.ProtoReflect.Descriptor instead.
 func (*GetLlmsTxtResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{13}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetLlmsTxtResponse) GetBody() *httpbody.HttpBody {
@@ -1166,7 +1268,7 @@ type GetOpenAPIRequest struct {
 
 func (x *GetOpenAPIRequest) Reset() {
 	*x = GetOpenAPIRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1280,7 @@ func (x *GetOpenAPIRequest) String() string {
 func (*GetOpenAPIRequest) ProtoMessage() {}
 
 func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[14]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1293,7 @@ func (x *GetOpenAPIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIRequest.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{14}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
 }
 
 type GetOpenAPIResponse struct {
@@ -1203,7 +1305,7 @@ type GetOpenAPIResponse struct {
 
 func (x *GetOpenAPIResponse) Reset() {
 	*x = GetOpenAPIResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1317,7 @@ func (x *GetOpenAPIResponse) String() string {
 func (*GetOpenAPIResponse) ProtoMessage() {}
 
 func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[15]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1330,7 @@ func (x *GetOpenAPIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOpenAPIResponse.ProtoReflect.Descriptor instead.
 func (*GetOpenAPIResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{15}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetOpenAPIResponse) GetBody() *httpbody.HttpBody {
@@ -1248,7 +1350,7 @@ type GetDemoRequest struct {
 
 func (x *GetDemoRequest) Reset() {
 	*x = GetDemoRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1362,7 @@ func (x *GetDemoRequest) String() string {
 func (*GetDemoRequest) ProtoMessage() {}
 
 func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[16]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1375,7 @@ func (x *GetDemoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoRequest.ProtoReflect.Descriptor instead.
 func (*GetDemoRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{16}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetDemoRequest) GetOp() string {
@@ -1303,7 +1405,7 @@ type GetDemoResponse struct {
 
 func (x *GetDemoResponse) Reset() {
 	*x = GetDemoResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1417,7 @@ func (x *GetDemoResponse) String() string {
 func (*GetDemoResponse) ProtoMessage() {}
 
 func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[17]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1430,7 @@ func (x *GetDemoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDemoResponse.ProtoReflect.Descriptor instead.
 func (*GetDemoResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{17}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetDemoResponse) GetSample() isGetDemoResponse_Sample {
@@ -1485,7 +1587,7 @@ type GetX402DiscoveryRequest struct {
 
 func (x *GetX402DiscoveryRequest) Reset() {
 	*x = GetX402DiscoveryRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1599,7 @@ func (x *GetX402DiscoveryRequest) String() string {
 func (*GetX402DiscoveryRequest) ProtoMessage() {}
 
 func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[18]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1612,7 @@ func (x *GetX402DiscoveryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryRequest.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{18}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
 }
 
 // Paid resources, in the x402scan discovery shape plus details.
@@ -1542,7 +1644,7 @@ type GetX402DiscoveryResponse struct {
 
 func (x *GetX402DiscoveryResponse) Reset() {
 	*x = GetX402DiscoveryResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1656,7 @@ func (x *GetX402DiscoveryResponse) String() string {
 func (*GetX402DiscoveryResponse) ProtoMessage() {}
 
 func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[19]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1669,7 @@ func (x *GetX402DiscoveryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetX402DiscoveryResponse.ProtoReflect.Descriptor instead.
 func (*GetX402DiscoveryResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{19}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetX402DiscoveryResponse) GetVersion() int32 {
@@ -1654,7 +1756,7 @@ type X402Resource struct {
 
 func (x *X402Resource) Reset() {
 	*x = X402Resource{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1666,7 +1768,7 @@ func (x *X402Resource) String() string {
 func (*X402Resource) ProtoMessage() {}
 
 func (x *X402Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[20]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1679,7 +1781,7 @@ func (x *X402Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use X402Resource.ProtoReflect.Descriptor instead.
 func (*X402Resource) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{20}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *X402Resource) GetResource() string {
@@ -1753,7 +1855,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1867,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[21]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1880,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{21}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
 }
 
 // Counters since the ledger began.
@@ -1797,7 +1899,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1911,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[22]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1924,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{22}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetMetricsResponse) GetAsOf() string {
@@ -1867,7 +1969,7 @@ type SettlementCounters struct {
 
 func (x *SettlementCounters) Reset() {
 	*x = SettlementCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +1981,7 @@ func (x *SettlementCounters) String() string {
 func (*SettlementCounters) ProtoMessage() {}
 
 func (x *SettlementCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[23]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +1994,7 @@ func (x *SettlementCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettlementCounters.ProtoReflect.Descriptor instead.
 func (*SettlementCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{23}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SettlementCounters) GetUnresolved() uint32 {
@@ -1930,7 +2032,7 @@ type EndpointCounters struct {
 
 func (x *EndpointCounters) Reset() {
 	*x = EndpointCounters{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2044,7 @@ func (x *EndpointCounters) String() string {
 func (*EndpointCounters) ProtoMessage() {}
 
 func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[24]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2057,7 @@ func (x *EndpointCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointCounters.ProtoReflect.Descriptor instead.
 func (*EndpointCounters) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{24}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *EndpointCounters) GetName() string {
@@ -2014,7 +2116,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2128,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[25]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2141,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{25}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Error) GetError() string {
@@ -2093,7 +2195,7 @@ type PaymentRequired struct {
 
 func (x *PaymentRequired) Reset() {
 	*x = PaymentRequired{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2105,7 +2207,7 @@ func (x *PaymentRequired) String() string {
 func (*PaymentRequired) ProtoMessage() {}
 
 func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[26]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2118,7 +2220,7 @@ func (x *PaymentRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequired.ProtoReflect.Descriptor instead.
 func (*PaymentRequired) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{26}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaymentRequired) GetX402Version() int32 {
@@ -2176,7 +2278,7 @@ type PaymentRequirements struct {
 
 func (x *PaymentRequirements) Reset() {
 	*x = PaymentRequirements{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2290,7 @@ func (x *PaymentRequirements) String() string {
 func (*PaymentRequirements) ProtoMessage() {}
 
 func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[27]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2303,7 @@ func (x *PaymentRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequirements.ProtoReflect.Descriptor instead.
 func (*PaymentRequirements) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{27}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaymentRequirements) GetScheme() string {
@@ -2292,7 +2394,7 @@ type PaymentExtra struct {
 
 func (x *PaymentExtra) Reset() {
 	*x = PaymentExtra{}
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2406,7 @@ func (x *PaymentExtra) String() string {
 func (*PaymentExtra) ProtoMessage() {}
 
 func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
-	mi := &file_tollgate_v1_discovery_proto_msgTypes[28]
+	mi := &file_tollgate_v1_discovery_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2419,7 @@ func (x *PaymentExtra) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentExtra.ProtoReflect.Descriptor instead.
 func (*PaymentExtra) Descriptor() ([]byte, []int) {
-	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{28}
+	return file_tollgate_v1_discovery_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PaymentExtra) GetName() string {
@@ -2395,13 +2497,26 @@ const file_tollgate_v1_discovery_proto_rawDesc = "" +
 	"\x06pay_to\x18\b \x01(\tR\x05payTo\x12.\n" +
 	"\x13max_timeout_seconds\x18\t \x01(\x05R\x11maxTimeoutSeconds\x12 \n" +
 	"\vfacilitator\x18\n" +
-	" \x01(\tR\vfacilitator\"t\n" +
+	" \x01(\tR\vfacilitator\"\xae\x01\n" +
 	"\n" +
 	"DataSource\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
 	"\tsynthetic\x18\x03 \x01(\bR\tsynthetic\x12 \n" +
-	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xf8\x01\n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12/\n" +
+	"\x04cost\x18\x05 \x01(\v2\x16.tollgate.v1.ModelCostH\x00R\x04cost\x88\x01\x01B\a\n" +
+	"\x05_cost\"\xfd\x01\n" +
+	"\tModelCost\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\tR\n" +
+	"checkpoint\x12\x1e\n" +
+	"\n" +
+	"parameters\x18\x02 \x01(\x03R\n" +
+	"parameters\x12%\n" +
+	"\x0ewarmup_seconds\x18\x03 \x01(\x01R\rwarmupSeconds\x124\n" +
+	"\x16last_inference_seconds\x18\x04 \x01(\x01R\x14lastInferenceSeconds\x12*\n" +
+	"\x11last_inference_at\x18\x05 \x01(\tR\x0flastInferenceAt\x12'\n" +
+	"\x0ftimeout_seconds\x18\x06 \x01(\x01R\x0etimeoutSeconds\"\xf8\x01\n" +
 	"\rPaidOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12\x12\n" +
@@ -2570,7 +2685,7 @@ func file_tollgate_v1_discovery_proto_rawDescGZIP() []byte {
 	return file_tollgate_v1_discovery_proto_rawDescData
 }
 
-var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_tollgate_v1_discovery_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*GetIndexRequest)(nil),          // 0: tollgate.v1.GetIndexRequest
 	(*GetIndexResponse)(nil),         // 1: tollgate.v1.GetIndexResponse
@@ -2581,91 +2696,93 @@ var file_tollgate_v1_discovery_proto_goTypes = []any{
 	(*DevnetContract)(nil),           // 6: tollgate.v1.DevnetContract
 	(*PaymentTerms)(nil),             // 7: tollgate.v1.PaymentTerms
 	(*DataSource)(nil),               // 8: tollgate.v1.DataSource
-	(*PaidOperation)(nil),            // 9: tollgate.v1.PaidOperation
-	(*Parameter)(nil),                // 10: tollgate.v1.Parameter
-	(*FreeOperation)(nil),            // 11: tollgate.v1.FreeOperation
-	(*GetLlmsTxtRequest)(nil),        // 12: tollgate.v1.GetLlmsTxtRequest
-	(*GetLlmsTxtResponse)(nil),       // 13: tollgate.v1.GetLlmsTxtResponse
-	(*GetOpenAPIRequest)(nil),        // 14: tollgate.v1.GetOpenAPIRequest
-	(*GetOpenAPIResponse)(nil),       // 15: tollgate.v1.GetOpenAPIResponse
-	(*GetDemoRequest)(nil),           // 16: tollgate.v1.GetDemoRequest
-	(*GetDemoResponse)(nil),          // 17: tollgate.v1.GetDemoResponse
-	(*GetX402DiscoveryRequest)(nil),  // 18: tollgate.v1.GetX402DiscoveryRequest
-	(*GetX402DiscoveryResponse)(nil), // 19: tollgate.v1.GetX402DiscoveryResponse
-	(*X402Resource)(nil),             // 20: tollgate.v1.X402Resource
-	(*GetMetricsRequest)(nil),        // 21: tollgate.v1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 22: tollgate.v1.GetMetricsResponse
-	(*SettlementCounters)(nil),       // 23: tollgate.v1.SettlementCounters
-	(*EndpointCounters)(nil),         // 24: tollgate.v1.EndpointCounters
-	(*Error)(nil),                    // 25: tollgate.v1.Error
-	(*PaymentRequired)(nil),          // 26: tollgate.v1.PaymentRequired
-	(*PaymentRequirements)(nil),      // 27: tollgate.v1.PaymentRequirements
-	(*PaymentExtra)(nil),             // 28: tollgate.v1.PaymentExtra
-	(*httpbody.HttpBody)(nil),        // 29: google.api.HttpBody
-	(*GetCandlesResponse)(nil),       // 30: tollgate.v1.GetCandlesResponse
-	(*GetRugCheckResponse)(nil),      // 31: tollgate.v1.GetRugCheckResponse
-	(*GetWhalesResponse)(nil),        // 32: tollgate.v1.GetWhalesResponse
-	(*GetSignalResponse)(nil),        // 33: tollgate.v1.GetSignalResponse
-	(*GetSignalPackResponse)(nil),    // 34: tollgate.v1.GetSignalPackResponse
-	(*GetTokenResponse)(nil),         // 35: tollgate.v1.GetTokenResponse
-	(*GetRegimeResponse)(nil),        // 36: tollgate.v1.GetRegimeResponse
-	(*GetLanesResponse)(nil),         // 37: tollgate.v1.GetLanesResponse
-	(*GetForecastResponse)(nil),      // 38: tollgate.v1.GetForecastResponse
-	(*structpb.Struct)(nil),          // 39: google.protobuf.Struct
-	(*wrapperspb.UInt32Value)(nil),   // 40: google.protobuf.UInt32Value
-	(*wrapperspb.DoubleValue)(nil),   // 41: google.protobuf.DoubleValue
+	(*ModelCost)(nil),                // 9: tollgate.v1.ModelCost
+	(*PaidOperation)(nil),            // 10: tollgate.v1.PaidOperation
+	(*Parameter)(nil),                // 11: tollgate.v1.Parameter
+	(*FreeOperation)(nil),            // 12: tollgate.v1.FreeOperation
+	(*GetLlmsTxtRequest)(nil),        // 13: tollgate.v1.GetLlmsTxtRequest
+	(*GetLlmsTxtResponse)(nil),       // 14: tollgate.v1.GetLlmsTxtResponse
+	(*GetOpenAPIRequest)(nil),        // 15: tollgate.v1.GetOpenAPIRequest
+	(*GetOpenAPIResponse)(nil),       // 16: tollgate.v1.GetOpenAPIResponse
+	(*GetDemoRequest)(nil),           // 17: tollgate.v1.GetDemoRequest
+	(*GetDemoResponse)(nil),          // 18: tollgate.v1.GetDemoResponse
+	(*GetX402DiscoveryRequest)(nil),  // 19: tollgate.v1.GetX402DiscoveryRequest
+	(*GetX402DiscoveryResponse)(nil), // 20: tollgate.v1.GetX402DiscoveryResponse
+	(*X402Resource)(nil),             // 21: tollgate.v1.X402Resource
+	(*GetMetricsRequest)(nil),        // 22: tollgate.v1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 23: tollgate.v1.GetMetricsResponse
+	(*SettlementCounters)(nil),       // 24: tollgate.v1.SettlementCounters
+	(*EndpointCounters)(nil),         // 25: tollgate.v1.EndpointCounters
+	(*Error)(nil),                    // 26: tollgate.v1.Error
+	(*PaymentRequired)(nil),          // 27: tollgate.v1.PaymentRequired
+	(*PaymentRequirements)(nil),      // 28: tollgate.v1.PaymentRequirements
+	(*PaymentExtra)(nil),             // 29: tollgate.v1.PaymentExtra
+	(*httpbody.HttpBody)(nil),        // 30: google.api.HttpBody
+	(*GetCandlesResponse)(nil),       // 31: tollgate.v1.GetCandlesResponse
+	(*GetRugCheckResponse)(nil),      // 32: tollgate.v1.GetRugCheckResponse
+	(*GetWhalesResponse)(nil),        // 33: tollgate.v1.GetWhalesResponse
+	(*GetSignalResponse)(nil),        // 34: tollgate.v1.GetSignalResponse
+	(*GetSignalPackResponse)(nil),    // 35: tollgate.v1.GetSignalPackResponse
+	(*GetTokenResponse)(nil),         // 36: tollgate.v1.GetTokenResponse
+	(*GetRegimeResponse)(nil),        // 37: tollgate.v1.GetRegimeResponse
+	(*GetLanesResponse)(nil),         // 38: tollgate.v1.GetLanesResponse
+	(*GetForecastResponse)(nil),      // 39: tollgate.v1.GetForecastResponse
+	(*structpb.Struct)(nil),          // 40: google.protobuf.Struct
+	(*wrapperspb.UInt32Value)(nil),   // 41: google.protobuf.UInt32Value
+	(*wrapperspb.DoubleValue)(nil),   // 42: google.protobuf.DoubleValue
 }
 var file_tollgate_v1_discovery_proto_depIdxs = []int32{
-	9,  // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
-	11, // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
+	10, // 0: tollgate.v1.GetProjectResponse.paid:type_name -> tollgate.v1.PaidOperation
+	12, // 1: tollgate.v1.GetProjectResponse.free:type_name -> tollgate.v1.FreeOperation
 	8,  // 2: tollgate.v1.GetProjectResponse.sources:type_name -> tollgate.v1.DataSource
 	7,  // 3: tollgate.v1.GetProjectResponse.terms:type_name -> tollgate.v1.PaymentTerms
 	6,  // 4: tollgate.v1.GetProjectResponse.devnet_contracts:type_name -> tollgate.v1.DevnetContract
-	10, // 5: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
-	29, // 6: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
-	29, // 7: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
-	30, // 8: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
-	31, // 9: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
-	32, // 10: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
-	33, // 11: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
-	34, // 12: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
-	35, // 13: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
-	36, // 14: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
-	37, // 15: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
-	38, // 16: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
-	20, // 17: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
-	20, // 18: tollgate.v1.GetX402DiscoveryResponse.tools:type_name -> tollgate.v1.X402Resource
-	39, // 19: tollgate.v1.X402Resource.input:type_name -> google.protobuf.Struct
-	39, // 20: tollgate.v1.X402Resource.output:type_name -> google.protobuf.Struct
-	24, // 21: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
-	24, // 22: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
-	23, // 23: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
-	40, // 24: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
-	41, // 25: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
-	27, // 26: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
-	39, // 27: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
-	28, // 28: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
-	0,  // 29: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
-	2,  // 30: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
-	4,  // 31: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
-	12, // 32: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
-	14, // 33: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
-	16, // 34: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
-	18, // 35: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
-	21, // 36: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
-	1,  // 37: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
-	3,  // 38: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
-	5,  // 39: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
-	13, // 40: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
-	15, // 41: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
-	17, // 42: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
-	19, // 43: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
-	22, // 44: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
-	37, // [37:45] is the sub-list for method output_type
-	29, // [29:37] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	9,  // 5: tollgate.v1.DataSource.cost:type_name -> tollgate.v1.ModelCost
+	11, // 6: tollgate.v1.PaidOperation.parameters:type_name -> tollgate.v1.Parameter
+	30, // 7: tollgate.v1.GetLlmsTxtResponse.body:type_name -> google.api.HttpBody
+	30, // 8: tollgate.v1.GetOpenAPIResponse.body:type_name -> google.api.HttpBody
+	31, // 9: tollgate.v1.GetDemoResponse.candles:type_name -> tollgate.v1.GetCandlesResponse
+	32, // 10: tollgate.v1.GetDemoResponse.rugcheck:type_name -> tollgate.v1.GetRugCheckResponse
+	33, // 11: tollgate.v1.GetDemoResponse.whales:type_name -> tollgate.v1.GetWhalesResponse
+	34, // 12: tollgate.v1.GetDemoResponse.signal:type_name -> tollgate.v1.GetSignalResponse
+	35, // 13: tollgate.v1.GetDemoResponse.signal_pack:type_name -> tollgate.v1.GetSignalPackResponse
+	36, // 14: tollgate.v1.GetDemoResponse.token:type_name -> tollgate.v1.GetTokenResponse
+	37, // 15: tollgate.v1.GetDemoResponse.regime:type_name -> tollgate.v1.GetRegimeResponse
+	38, // 16: tollgate.v1.GetDemoResponse.lanes:type_name -> tollgate.v1.GetLanesResponse
+	39, // 17: tollgate.v1.GetDemoResponse.forecast:type_name -> tollgate.v1.GetForecastResponse
+	21, // 18: tollgate.v1.GetX402DiscoveryResponse.items:type_name -> tollgate.v1.X402Resource
+	21, // 19: tollgate.v1.GetX402DiscoveryResponse.tools:type_name -> tollgate.v1.X402Resource
+	40, // 20: tollgate.v1.X402Resource.input:type_name -> google.protobuf.Struct
+	40, // 21: tollgate.v1.X402Resource.output:type_name -> google.protobuf.Struct
+	25, // 22: tollgate.v1.GetMetricsResponse.totals:type_name -> tollgate.v1.EndpointCounters
+	25, // 23: tollgate.v1.GetMetricsResponse.endpoints:type_name -> tollgate.v1.EndpointCounters
+	24, // 24: tollgate.v1.GetMetricsResponse.settlements:type_name -> tollgate.v1.SettlementCounters
+	41, // 25: tollgate.v1.SettlementCounters.oldest_unresolved_age_seconds:type_name -> google.protobuf.UInt32Value
+	42, // 26: tollgate.v1.EndpointCounters.conversion:type_name -> google.protobuf.DoubleValue
+	28, // 27: tollgate.v1.PaymentRequired.accepts:type_name -> tollgate.v1.PaymentRequirements
+	40, // 28: tollgate.v1.PaymentRequirements.output_schema:type_name -> google.protobuf.Struct
+	29, // 29: tollgate.v1.PaymentRequirements.extra:type_name -> tollgate.v1.PaymentExtra
+	0,  // 30: tollgate.v1.DiscoveryService.GetIndex:input_type -> tollgate.v1.GetIndexRequest
+	2,  // 31: tollgate.v1.DiscoveryService.GetHealth:input_type -> tollgate.v1.GetHealthRequest
+	4,  // 32: tollgate.v1.DiscoveryService.GetProject:input_type -> tollgate.v1.GetProjectRequest
+	13, // 33: tollgate.v1.DiscoveryService.GetLlmsTxt:input_type -> tollgate.v1.GetLlmsTxtRequest
+	15, // 34: tollgate.v1.DiscoveryService.GetOpenAPI:input_type -> tollgate.v1.GetOpenAPIRequest
+	17, // 35: tollgate.v1.DiscoveryService.GetDemo:input_type -> tollgate.v1.GetDemoRequest
+	19, // 36: tollgate.v1.DiscoveryService.GetX402Discovery:input_type -> tollgate.v1.GetX402DiscoveryRequest
+	22, // 37: tollgate.v1.DiscoveryService.GetMetrics:input_type -> tollgate.v1.GetMetricsRequest
+	1,  // 38: tollgate.v1.DiscoveryService.GetIndex:output_type -> tollgate.v1.GetIndexResponse
+	3,  // 39: tollgate.v1.DiscoveryService.GetHealth:output_type -> tollgate.v1.GetHealthResponse
+	5,  // 40: tollgate.v1.DiscoveryService.GetProject:output_type -> tollgate.v1.GetProjectResponse
+	14, // 41: tollgate.v1.DiscoveryService.GetLlmsTxt:output_type -> tollgate.v1.GetLlmsTxtResponse
+	16, // 42: tollgate.v1.DiscoveryService.GetOpenAPI:output_type -> tollgate.v1.GetOpenAPIResponse
+	18, // 43: tollgate.v1.DiscoveryService.GetDemo:output_type -> tollgate.v1.GetDemoResponse
+	20, // 44: tollgate.v1.DiscoveryService.GetX402Discovery:output_type -> tollgate.v1.GetX402DiscoveryResponse
+	23, // 45: tollgate.v1.DiscoveryService.GetMetrics:output_type -> tollgate.v1.GetMetricsResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_tollgate_v1_discovery_proto_init() }
@@ -2675,8 +2792,9 @@ func file_tollgate_v1_discovery_proto_init() {
 	}
 	file_tollgate_v1_analytics_proto_init()
 	file_tollgate_v1_options_proto_init()
-	file_tollgate_v1_discovery_proto_msgTypes[10].OneofWrappers = []any{}
-	file_tollgate_v1_discovery_proto_msgTypes[17].OneofWrappers = []any{
+	file_tollgate_v1_discovery_proto_msgTypes[8].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[11].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[18].OneofWrappers = []any{
 		(*GetDemoResponse_Candles)(nil),
 		(*GetDemoResponse_Rugcheck)(nil),
 		(*GetDemoResponse_Whales)(nil),
@@ -2687,16 +2805,16 @@ func file_tollgate_v1_discovery_proto_init() {
 		(*GetDemoResponse_Lanes)(nil),
 		(*GetDemoResponse_Forecast)(nil),
 	}
-	file_tollgate_v1_discovery_proto_msgTypes[25].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[26].OneofWrappers = []any{}
 	file_tollgate_v1_discovery_proto_msgTypes[27].OneofWrappers = []any{}
+	file_tollgate_v1_discovery_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tollgate_v1_discovery_proto_rawDesc), len(file_tollgate_v1_discovery_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
