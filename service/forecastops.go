@@ -25,8 +25,12 @@ const (
 	// fallbackTTL is how long the embedded model's answer in place of a
 	// failed model is served: the configured model is asked again after.
 	fallbackTTL = 60 * time.Second
-	// forecastEntries bounds the cache: 7 products × 48 horizons fit.
-	forecastEntries = 7 * 48
+	// forecastEntries bounds the cache: one entry a product (7), with
+	// room to spare.
+	forecastEntries = 64
+	// forecastHorizon is the longest pred_len (the catalog clamps to
+	// 1–48): every horizon is cut from one forecast this long.
+	forecastHorizon = 48
 )
 
 // GetForecast implements tollgatev1.AnalyticsServiceServer with the
@@ -48,9 +52,28 @@ func (a *Analytics) GetForecast(ctx context.Context, req *tollgatev1.GetForecast
 	}, nil
 }
 
-// forecast is the embedded model's forecast of product over steps hours,
-// through the cache.
+// forecast is the forecast of product over steps hours: the first steps
+// hours of its forecastHorizon-hour forecast, computed once per product
+// and cache life for every horizon (docs/rules.md, "Forecasts"). The
+// models forecast an hour from the ones before it and the same input, so
+// a shorter horizon's answer is the longer one's beginning: Kronos reads
+// the same window (512 − 48 candles) with the same seed for every
+// horizon, each sample path drawing from a stream of its own; the
+// embedded model's step h depends on h alone. A burst of distinct cold
+// requests costs one inference a product, not one a product and horizon.
 func (a *Analytics) forecast(ctx context.Context, product string, steps int) (forecast.Result, bool, error) {
+	r, cached, err := a.longest(ctx, product)
+	if err != nil || steps >= len(r.Closes) {
+		return r, cached, err
+	}
+	r.Closes = r.Closes[:steps:steps]
+	r.ExpectedReturnPct = (r.Closes[steps-1]/r.LastClose - 1) * 100
+	return r, cached, nil
+}
+
+// longest is product's forecastHorizon-hour forecast, through the cache.
+func (a *Analytics) longest(ctx context.Context, product string) (forecast.Result, bool, error) {
+	steps := forecastHorizon
 	return a.forecasts.Get(ctx, product, steps, func(ctx context.Context) (forecast.Result, error) {
 		var s market.Series
 		var err error

@@ -21,7 +21,7 @@ import (
 // sample_count paths, and the paper forecasts that way); a temperature
 // below 1 keeps each path nearer the model's likely course, so five paths
 // give a steady mean. Five keep a cold Kronos-small forecast within
-// seconds on two cores (README, "Measured"). The seed is set per call from
+// seconds on two cores (docs/figures.md). The seed is set per call from
 // the inputs, so one input gives one answer.
 func KronosSampling() kronos.Options {
 	return kronos.Options{Temperature: 0.6, TopP: 0.9, Samples: 5}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tollgatev1 "github.com/tollgate/tollgate/gen/tollgate/v1"
+	"github.com/tollgate/tollgate/service/forecast"
 	"github.com/tollgate/tollgate/service/forecast/kronos"
 	"github.com/tollgate/tollgate/service/market"
 )
@@ -155,5 +156,92 @@ func TestForecastByKronos(t *testing.T) {
 				t.Fatalf("signal: %v %v", err, sig)
 			}
 		})
+	}
+}
+
+// TestKronosHorizonPrefix: the ground for cutting every horizon from one
+// 48-step forecast: with the same window and seed, Kronos' first h steps
+// of a 48-step forecast are its h-step forecast, for several h, sampled
+// as the service samples (five paths, each on its own stream).
+func TestKronosHorizonPrefix(t *testing.T) {
+	t.Parallel()
+	m := tinyKronos(t)
+	s := hourly("ETH-USD", 464, 11, time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	in := make([]kronos.Candle, len(s.Candles))
+	for i, c := range s.Candles {
+		in[i] = kronos.Candle{Time: c.Time, Open: c.Open, High: c.High, Low: c.Low, Close: c.Close, Volume: c.Volume}
+	}
+	future := market.NextBars(s.Product, s.Granularity, in[len(in)-1].Time, 48)
+	o := KronosSampling()
+	o.Seed = 42
+	long, err := m.Forecast(context.Background(), in, future, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []int{1, 6, 24, 47} {
+		short, err := m.Forecast(context.Background(), in, future[:h], o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range short {
+			if short[i] != long[i] {
+				t.Fatalf("h=%d: step %d is %+v alone and %+v in the 48-step forecast", h, i, short[i], long[i])
+			}
+		}
+	}
+}
+
+// countingModel answers 48 rising closes and counts its calls.
+type countingModel struct {
+	mu    sync.Mutex
+	calls []int
+}
+
+func (c *countingModel) Name() string { return "counting" }
+
+func (c *countingModel) Predict(_ context.Context, s market.Series, steps int) ([]float64, string, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, steps)
+	c.mu.Unlock()
+	out := make([]float64, steps)
+	last := s.Candles[len(s.Candles)-1].Close
+	for i := range out {
+		out[i] = last * (1 + float64(i+1)/100)
+	}
+	return out, "counting", nil
+}
+
+// TestForecastHorizonsShareOneFit: requests for many horizons of one
+// product cost one model call, of the longest horizon; each answer is its
+// beginning, with its own expected return, and only the first is cold.
+// The embedded model's answers are cut the same way and equal its own
+// forecast of each horizon.
+func TestForecastHorizonsShareOneFit(t *testing.T) {
+	t.Parallel()
+	feed := candleFeed{hourly("", 720, 5, time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))}
+	model := &countingModel{}
+	a := NewAnalytics(Sources{Candles: feed, Model: model})
+	embedded := NewAnalytics(Sources{Candles: feed})
+	var longest []float64
+	for i, h := range []int32{48, 6, 24, 1, 48} {
+		r, err := a.GetForecast(context.Background(), &tollgatev1.GetForecastRequest{Product: new("ETH-USD"), PredLen: new(h)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			longest = r.GetCloses()
+		}
+		want := (longest[h-1]/r.GetLastClose() - 1) * 100
+		if !slices.Equal(r.GetCloses(), longest[:h]) || r.GetPredLen() != h || math.Abs(r.GetExpectedReturnPct()-want) > 1e-9 || r.GetCached() != (i > 0) {
+			t.Errorf("pred_len %d: %d closes, expected return %v (want %v), cached %v", h, len(r.GetCloses()), r.GetExpectedReturnPct(), want, r.GetCached())
+		}
+		e, err := embedded.GetForecast(context.Background(), &tollgatev1.GetForecastRequest{Product: new("ETH-USD"), PredLen: new(h)})
+		alone, _, ferr := forecast.Forecast(feed.s.Closes(), int(h))
+		if err != nil || ferr != nil || !slices.Equal(e.GetCloses(), alone) {
+			t.Errorf("embedded, pred_len %d: %v, %v; want its own forecast of %d steps", h, err, ferr, h)
+		}
+	}
+	if !slices.Equal(model.calls, []int{48}) {
+		t.Errorf("the model was asked %v; want one 48-step forecast", model.calls)
 	}
 }

@@ -371,7 +371,7 @@ func byRole(proj *tollgatev1.GetProjectResponse, name string) string {
 }
 
 // roundTripsBefore are the cold rug check's round trips by family before
-// issue 31 (README, "Measured").
+// issue 31 (docs/figures.md).
 var roundTripsBefore = map[string]int64{"clean": 2, "transparent": 2, "legacy-proxy": 3, "roles": 2, "limit": 3, "beacon": 3, "eddy": 2}
 
 // pairOf asks a V2-style factory for the pair of two tokens.
