@@ -17,13 +17,12 @@
 // The test that runs it (cmd/tollgate/batch_client_test.go) checks the
 // chain. Any failure exits 1 with the reason, the decoded PAYMENT-REQUIRED
 // and PAYMENT-RESPONSE, and the body on stderr.
-import { createPublicClient, defineChain, getAddress, http } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
 import { x402Client } from "@x402/core/client";
 import { toClientEvmSigner } from "@x402/evm";
 import { BatchSettlementEvmScheme, computeChannelId } from "@x402/evm/batch-settlement/client";
 import { FileClientChannelStorage } from "@x402/evm/batch-settlement/client/file-storage";
 import { wrapFetchWithPayment } from "@x402/fetch";
+import { devnetPayer } from "./devnet.mjs";
 
 const network = "eip155:8453";
 const scheme = "batch-settlement";
@@ -63,26 +62,10 @@ if (!["pay", "refund"].includes(mode) || !url || !rpcUrl || !stateDir || (mode =
   fail("usage: node batch-client.mjs pay URL RPC_URL STATE_DIR CALLS | refund URL RPC_URL STATE_DIR");
 }
 
-// The payer: the devnet's payer account, from its description.
-const descRes = await fetch(new URL(rpcUrl).origin + "/devnet.json");
-if (!descRes.ok) {
-  fail(`GET /devnet.json: ${descRes.status} ${await descRes.text()}`);
-}
-const desc = await descRes.json();
-const payerRole = desc.accounts.find(a => a.role === "payer") ?? fail("/devnet.json has no payer account");
-const account = mnemonicToAccount(desc.mnemonic, { addressIndex: payerRole.index });
-if (account.address !== getAddress(payerRole.address)) {
-  fail(`payer ${account.address} is not /devnet.json's ${payerRole.address}`);
-}
-const chain = defineChain({
-  id: desc.chainId,
-  name: "Tollgate devnet",
-  nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-  rpcUrls: { default: { http: [rpcUrl] } },
-});
-// The public client gives the signer readContract: the client reads its
+// The payer: the devnet's payer account, from its description. The
+// public client gives the signer readContract: the client reads its
 // channel on first use and recovers from a corrective 402 (§4.1).
-const publicClient = createPublicClient({ chain, transport: http(rpcUrl) });
+const { account, publicClient } = await devnetPayer(rpcUrl, fail);
 const batch = new BatchSettlementEvmScheme(toClientEvmSigner(account, publicClient), {
   storage: new FileClientChannelStorage({ directory: stateDir }),
 });

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -236,15 +235,7 @@ func TestKronosWarmUp(t *testing.T) {
 	} {
 		t.Run(tc.timeout, func(t *testing.T) {
 			t.Parallel()
-			addrs := make([]string, 4)
-			for i := range addrs {
-				l, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				addrs[i] = l.Addr().String()
-				l.Close()
-			}
+			addrs := freeAddrs(t, 4)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var log syncBuffer

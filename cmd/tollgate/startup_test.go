@@ -67,15 +67,7 @@ func TestStartFailsAtOnce(t *testing.T) {
 // its data dir, and its log ends with a line saying it stopped.
 func TestCleanStop(t *testing.T) {
 	t.Parallel()
-	addrs := make([]string, 4)
-	for i := range addrs {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs[i] = l.Addr().String()
-		l.Close()
-	}
+	addrs := freeAddrs(t, 4)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -118,4 +110,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// freeAddrs returns n loopback addresses free a moment ago, for a serve
+// run by its command line (the --http, --grpc, --admin and --devnet-rpc
+// flags).
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs[i] = l.Addr().String()
+		l.Close()
+	}
+	return addrs
 }
