@@ -23,6 +23,9 @@ func BenchmarkForecast(b *testing.B) {
 		{"mini/464x48/1-sample", kronosMini, 1},
 		{"small/464x48/1-sample", kronosSmall, 1},
 		{"small/464x48/5-samples", kronosSmall, 5},
+		// Kronos-base, 4–6 times Kronos-small's work: whether five samples
+		// fit the default --forecast-timeout (20 s); issue 35.
+		{"base/464x48/5-samples", kronosBase, 5},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			md, td, err := writeRandomModel(b.TempDir(), bc.cfg, tokenizerBase, 1)
