@@ -76,8 +76,9 @@ func (l *linear) rangeOf(out, x []float32, rows, lo, hi int) {
 	}
 }
 
-// dot returns a·b over len(a), in four running sums.
-func dot(a, b []float32) float32 {
+// dotGo returns a·b over len(a), in four running sums: the portable
+// kernel, and the oracle of the assembly one (kernels_amd64.s).
+func dotGo(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
@@ -93,8 +94,9 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dot4 returns w·x0, w·x1, w·x2, w·x3: one pass over w for four rows.
-func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
+// dot4Go returns w·x0, w·x1, w·x2, w·x3: one pass over w for four rows;
+// the portable kernel, and the oracle of the assembly one.
+func dot4Go(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	n := len(w)
 	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
 	var t0, t1, t2, t3 float32

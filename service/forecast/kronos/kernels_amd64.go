@@ -1,0 +1,51 @@
+//go:build amd64 && !purego
+
+package kronos
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the AVX2/FMA kernels (kernels_amd64.s) on a CPU that
+// has both; elsewhere, and under the purego build tag, the portable ones
+// run.
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
+
+// dot returns a·b over len(a): eight lanes of fused multiply-adds for
+// the multiples of 8, the rest one by one.
+func dot(a, b []float32) float32 {
+	n := len(a)
+	if !useAVX2 || n < 8 {
+		return dotGo(a, b)
+	}
+	b = b[:n]
+	n8 := n &^ 7
+	s := dotAVX2(&a[0], &b[0], n8)
+	for i := n8; i < n; i++ {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// dot4 returns w·x0, w·x1, w·x2, w·x3: one pass over w for four rows.
+func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
+	n := len(w)
+	if !useAVX2 || n < 8 {
+		return dot4Go(w, x0, x1, x2, x3)
+	}
+	x0, x1, x2, x3 = x0[:n], x1[:n], x2[:n], x3[:n]
+	n8 := n &^ 7
+	s0, s1, s2, s3 = dot4AVX2(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], n8)
+	for i := n8; i < n; i++ {
+		a := w[i]
+		s0 += a * x0[i]
+		s1 += a * x1[i]
+		s2 += a * x2[i]
+		s3 += a * x3[i]
+	}
+	return s0, s1, s2, s3
+}

@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package kronos
+
+// useAVX2 is false: this build has the portable kernels only.
+const useAVX2 = false
+
+// dot returns a·b over len(a) (the portable kernel).
+func dot(a, b []float32) float32 { return dotGo(a, b) }
+
+// dot4 returns w·x0, w·x1, w·x2, w·x3 (the portable kernel).
+func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) { return dot4Go(w, x0, x1, x2, x3) }
