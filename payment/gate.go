@@ -128,6 +128,7 @@ type Gate struct {
 	tally  Tally
 	logger *slog.Logger
 	base   string
+	origin *url.URL // base parsed, once: the sign-in's domain and origin
 	obs    Observer
 	tools  map[string]*route // each operation's first route, by name: the MCP tools
 	// marking: challengeObjects writes siwxMarks for the sign-in's fresh
@@ -179,6 +180,7 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 		return nil, err
 	}
 	g := &Gate{cfg: cfg, tally: tally, logger: logger, base: strings.TrimSuffix(cfg.PublicURL, "/"), tools: map[string]*route{}}
+	g.origin, _ = url.Parse(g.base) // Validate checked it
 	if g.obs = cfg.Observer; g.obs == nil {
 		g.obs = nopObserver{}
 	}

@@ -114,7 +114,7 @@ func (g *Gate) paid(rt *route, next http.Handler) http.Handler {
 // parameters (see SameResource).
 func (g *Gate) sameResourceURL(paid string, requested *url.URL) bool {
 	u, err := url.Parse(paid)
-	base, _ := url.Parse(g.base)
+	base := g.origin
 	if err != nil || base == nil || !strings.EqualFold(u.Scheme, base.Scheme) || !strings.EqualFold(u.Host, base.Host) {
 		return false
 	}

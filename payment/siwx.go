@@ -191,7 +191,7 @@ func (g *Gate) signIn(ctx context.Context, header, op, resource string, now time
 	if err != nil {
 		return nil, refuseSIWx(ReasonSIWxMalformed, "the %s header is not base64 of the extension's JSON", HeaderSIWx)
 	}
-	base, _ := url.Parse(g.base)
+	base := g.origin
 	uri, err := url.Parse(p.URI)
 	switch {
 	case p.Domain != base.Host:
@@ -307,13 +307,9 @@ const siwxTime = "2006-01-02T15:04:05.000Z"
 // siwxExtension is the extension a REST challenge for resource offers,
 // with values (siwxValues, or the marks) as raw JSON.
 func (g *Gate) siwxExtension(resource string, values [3][]byte) map[string]any {
-	host := ""
-	if u, err := url.Parse(g.base); err == nil {
-		host = u.Host
-	}
 	return map[string]any{
 		"info": map[string]any{
-			"domain": host, "uri": resource, "version": "1", "statement": siwxStatement, "resources": []string{resource},
+			"domain": g.origin.Host, "uri": resource, "version": "1", "statement": siwxStatement, "resources": []string{resource},
 			"nonce": json.RawMessage(values[0]), "issuedAt": json.RawMessage(values[1]), "expirationTime": json.RawMessage(values[2]),
 		},
 		"supportedChains": []map[string]string{{"chainId": g.cfg.Network, "type": "eip191"}},
