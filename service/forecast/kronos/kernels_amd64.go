@@ -15,6 +15,9 @@ func dotAVX2(a, b *float32, n int) float32
 //go:noescape
 func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
 
+//go:noescape
+func weightedRowsAVX2(out, v, p *float32, rows, stride, n int)
+
 // dot returns a·b over len(a): eight lanes of fused multiply-adds for
 // the multiples of 8, the rest one by one.
 func dot(a, b []float32) float32 {
@@ -48,4 +51,24 @@ func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 		s3 += a * x3[i]
 	}
 	return s0, s1, s2, s3
+}
+
+// weightedRows adds Σ_j p[j]·v[j·stride : j·stride+len(out)] into out:
+// the multiples of 8 columns in registers across all rows, the rest one
+// by one.
+func weightedRows(out, v, p []float32, stride int) {
+	n, rows := len(out), len(p)
+	if !useAVX2 || n < 8 || rows == 0 {
+		weightedRowsGo(out, v, p, stride)
+		return
+	}
+	_ = v[(rows-1)*stride+n-1]
+	n8 := n &^ 7
+	weightedRowsAVX2(&out[0], &v[0], &p[0], rows, stride, n8)
+	for j, pj := range p {
+		vj := v[j*stride+n8 : j*stride+n]
+		for i, x := range vj {
+			out[n8+i] += pj * x
+		}
+	}
 }

@@ -90,3 +90,119 @@ done:
 	MOVSS X3, s2+56(FP)
 	MOVSS X4, s3+60(FP)
 	RET
+
+// func weightedRowsAVX2(out, v, p *float32, rows, stride, n int)
+// out[0:n] += Σ_j p[j]·v[j·stride : j·stride+n], n a multiple of 8, stride
+// in floats. Columns go in blocks of 64, 32, then 8, each block's sums
+// held in registers over all rows.
+TEXT ·weightedRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ v+8(FP), SI
+	MOVQ p+16(FP), DX
+	MOVQ rows+24(FP), R8
+	MOVQ stride+32(FP), R9
+	SHLQ $2, R9
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+
+block64:
+	MOVQ CX, R10
+	SUBQ AX, R10
+	CMPQ R10, $64
+	JLT  block32
+	VMOVUPS (DI)(AX*4), Y0
+	VMOVUPS 32(DI)(AX*4), Y1
+	VMOVUPS 64(DI)(AX*4), Y2
+	VMOVUPS 96(DI)(AX*4), Y3
+	VMOVUPS 128(DI)(AX*4), Y4
+	VMOVUPS 160(DI)(AX*4), Y5
+	VMOVUPS 192(DI)(AX*4), Y6
+	VMOVUPS 224(DI)(AX*4), Y7
+	LEAQ (SI)(AX*4), R11
+	XORQ BX, BX
+
+rows64:
+	CMPQ BX, R8
+	JGE  store64
+	VBROADCASTSS (DX)(BX*4), Y8
+	VFMADD231PS (R11), Y8, Y0
+	VFMADD231PS 32(R11), Y8, Y1
+	VFMADD231PS 64(R11), Y8, Y2
+	VFMADD231PS 96(R11), Y8, Y3
+	VFMADD231PS 128(R11), Y8, Y4
+	VFMADD231PS 160(R11), Y8, Y5
+	VFMADD231PS 192(R11), Y8, Y6
+	VFMADD231PS 224(R11), Y8, Y7
+	ADDQ R9, R11
+	INCQ BX
+	JMP  rows64
+
+store64:
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	VMOVUPS Y4, 128(DI)(AX*4)
+	VMOVUPS Y5, 160(DI)(AX*4)
+	VMOVUPS Y6, 192(DI)(AX*4)
+	VMOVUPS Y7, 224(DI)(AX*4)
+	ADDQ $64, AX
+	JMP  block64
+
+block32:
+	CMPQ R10, $32
+	JLT  block8
+	VMOVUPS (DI)(AX*4), Y0
+	VMOVUPS 32(DI)(AX*4), Y1
+	VMOVUPS 64(DI)(AX*4), Y2
+	VMOVUPS 96(DI)(AX*4), Y3
+	LEAQ (SI)(AX*4), R11
+	XORQ BX, BX
+
+rows32:
+	CMPQ BX, R8
+	JGE  store32
+	VBROADCASTSS (DX)(BX*4), Y8
+	VFMADD231PS (R11), Y8, Y0
+	VFMADD231PS 32(R11), Y8, Y1
+	VFMADD231PS 64(R11), Y8, Y2
+	VFMADD231PS 96(R11), Y8, Y3
+	ADDQ R9, R11
+	INCQ BX
+	JMP  rows32
+
+store32:
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	MOVQ CX, R10
+	SUBQ AX, R10
+
+block8:
+	CMPQ R10, $8
+	JLT  done
+	VMOVUPS (DI)(AX*4), Y0
+	LEAQ (SI)(AX*4), R11
+	XORQ BX, BX
+
+rows8:
+	CMPQ BX, R8
+	JGE  store8
+	VBROADCASTSS (DX)(BX*4), Y8
+	VFMADD231PS (R11), Y8, Y0
+	ADDQ R9, R11
+	INCQ BX
+	JMP  rows8
+
+store8:
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	MOVQ CX, R10
+	SUBQ AX, R10
+	JMP  block8
+
+done:
+	VZEROUPPER
+	RET

@@ -10,3 +10,7 @@ func dot(a, b []float32) float32 { return dotGo(a, b) }
 
 // dot4 returns w·x0, w·x1, w·x2, w·x3 (the portable kernel).
 func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) { return dot4Go(w, x0, x1, x2, x3) }
+
+// weightedRows adds Σ_j p[j]·v[j·stride : j·stride+len(out)] into out
+// (the portable kernel).
+func weightedRows(out, v, p []float32, stride int) { weightedRowsGo(out, v, p, stride) }

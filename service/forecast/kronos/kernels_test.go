@@ -37,5 +37,24 @@ func TestKernels(t *testing.T) {
 			}
 		}
 	}
+	// Attention's weighted sum of value rows: one head's columns of rows
+	// of the model's width, the heads' widths of the published models
+	// (64, and 52 for Kronos-base) and others.
+	for _, n := range []int{1, 4, 8, 12, 32, 40, 52, 64, 72, 100, 136} {
+		for _, rows := range []int{1, 3, 17, 464} {
+			stride := n + 3*rows%5
+			v, p := vec((rows-1)*stride+n), vec(rows)
+			got, want := vec(n), make([]float32, n)
+			copy(want, got)
+			weightedRows(got, v, p, stride)
+			weightedRowsGo(want, v, p, stride)
+			for i := range got {
+				if !close(got[i], want[i], rows) {
+					t.Errorf("n=%d rows=%d: weightedRows[%d] %v, portable %v", n, rows, i, got[i], want[i])
+					break
+				}
+			}
+		}
+	}
 	t.Logf("AVX2/FMA kernels in use: %v", useAVX2)
 }

@@ -122,11 +122,15 @@ func dot4Go(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
 }
 
-// axpy adds a·x into y.
-func axpy(a float32, x, y []float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += a * x[i]
+// weightedRowsGo adds Σ_j p[j]·v[j·stride : j·stride+len(out)] into out,
+// row by row: the portable kernel, and the oracle of the assembly one.
+func weightedRowsGo(out, v, p []float32, stride int) {
+	n := len(out)
+	for j, pj := range p {
+		vj := v[j*stride : j*stride+n]
+		for i, x := range vj {
+			out[i] += pj * x
+		}
 	}
 }
 
@@ -227,15 +231,17 @@ func attend(out, q []float32, segs [2]kvSeg, off, hd, d int, scores []float32) {
 		scores[j] = e
 		sum += e
 	}
+	inv := 1 / sum
+	for j := range n {
+		scores[j] *= inv
+	}
 	oh := out[off : off+hd]
 	clear(oh)
 	n = 0
-	inv := 1 / sum
 	for _, sg := range segs {
-		for j := range sg.n {
-			p := scores[n] * inv
-			n++
-			axpy(p, sg.v[j*d+off:j*d+off+hd], oh)
+		if sg.n > 0 {
+			weightedRows(oh, sg.v[off:], scores[n:n+sg.n], d)
+			n += sg.n
 		}
 	}
 }
