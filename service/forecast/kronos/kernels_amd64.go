@@ -18,6 +18,12 @@ func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
 //go:noescape
 func weightedRowsAVX2(out, v, p *float32, rows, stride, n int)
 
+//go:noescape
+func expShiftAVX2(x *float32, n int, shift float32) float32
+
+//go:noescape
+func swigluAVX2(a, b *float32, n int)
+
 // dot returns a·b over len(a): eight lanes of fused multiply-adds for
 // the multiples of 8, the rest one by one.
 func dot(a, b []float32) float32 {
@@ -71,4 +77,28 @@ func weightedRows(out, v, p []float32, stride int) {
 			out[n8+i] += pj * x
 		}
 	}
+}
+
+// expShift replaces each x[i] with e^(x[i]−shift) and returns their sum:
+// eight lanes at a time by a polynomial within about an ulp of the true
+// exponential, the rest by math.Exp.
+func expShift(x []float32, shift float32) float32 {
+	if !useAVX2 || len(x) < 8 {
+		return expShiftGo(x, shift)
+	}
+	n8 := len(x) &^ 7
+	return expShiftAVX2(&x[0], n8, shift) + expShiftGo(x[n8:], shift)
+}
+
+// swiglu writes silu(a)·b into a, eight lanes at a time with expShift's
+// exponential.
+func swiglu(a, b []float32) {
+	if !useAVX2 || len(a) < 8 {
+		swigluGo(a, b)
+		return
+	}
+	b = b[:len(a)]
+	n8 := len(a) &^ 7
+	swigluAVX2(&a[0], &b[0], n8)
+	swigluGo(a[n8:], b[n8:])
 }

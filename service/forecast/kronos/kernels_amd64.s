@@ -206,3 +206,217 @@ store8:
 done:
 	VZEROUPPER
 	RET
+
+// The float32 exponential of eight lanes: e^x = 2^n · e^r with
+// n = round(x·log2 e) and r = x − n·ln 2 (ln 2 in two parts, so r is
+// exact), e^r by a degree-7 polynomial (1 + r + r²·p(r), the Cephes
+// coefficients), 2^n built in the exponent bits. x is clamped to ±88.376
+// first; about 1 ulp from the true value over that range.
+DATA expHi<>+0(SB)/4, $0x42b0c0a5
+DATA expHi<>+4(SB)/4, $0x42b0c0a5
+DATA expHi<>+8(SB)/4, $0x42b0c0a5
+DATA expHi<>+12(SB)/4, $0x42b0c0a5
+DATA expHi<>+16(SB)/4, $0x42b0c0a5
+DATA expHi<>+20(SB)/4, $0x42b0c0a5
+DATA expHi<>+24(SB)/4, $0x42b0c0a5
+DATA expHi<>+28(SB)/4, $0x42b0c0a5
+GLOBL expHi<>(SB), RODATA|NOPTR, $32
+DATA expLo<>+0(SB)/4, $0xc2b0c0a5
+DATA expLo<>+4(SB)/4, $0xc2b0c0a5
+DATA expLo<>+8(SB)/4, $0xc2b0c0a5
+DATA expLo<>+12(SB)/4, $0xc2b0c0a5
+DATA expLo<>+16(SB)/4, $0xc2b0c0a5
+DATA expLo<>+20(SB)/4, $0xc2b0c0a5
+DATA expLo<>+24(SB)/4, $0xc2b0c0a5
+DATA expLo<>+28(SB)/4, $0xc2b0c0a5
+GLOBL expLo<>(SB), RODATA|NOPTR, $32
+DATA log2e<>+0(SB)/4, $0x3fb8aa3b
+DATA log2e<>+4(SB)/4, $0x3fb8aa3b
+DATA log2e<>+8(SB)/4, $0x3fb8aa3b
+DATA log2e<>+12(SB)/4, $0x3fb8aa3b
+DATA log2e<>+16(SB)/4, $0x3fb8aa3b
+DATA log2e<>+20(SB)/4, $0x3fb8aa3b
+DATA log2e<>+24(SB)/4, $0x3fb8aa3b
+DATA log2e<>+28(SB)/4, $0x3fb8aa3b
+GLOBL log2e<>(SB), RODATA|NOPTR, $32
+DATA half<>+0(SB)/4, $0x3f000000
+DATA half<>+4(SB)/4, $0x3f000000
+DATA half<>+8(SB)/4, $0x3f000000
+DATA half<>+12(SB)/4, $0x3f000000
+DATA half<>+16(SB)/4, $0x3f000000
+DATA half<>+20(SB)/4, $0x3f000000
+DATA half<>+24(SB)/4, $0x3f000000
+DATA half<>+28(SB)/4, $0x3f000000
+GLOBL half<>(SB), RODATA|NOPTR, $32
+DATA one<>+0(SB)/4, $0x3f800000
+DATA one<>+4(SB)/4, $0x3f800000
+DATA one<>+8(SB)/4, $0x3f800000
+DATA one<>+12(SB)/4, $0x3f800000
+DATA one<>+16(SB)/4, $0x3f800000
+DATA one<>+20(SB)/4, $0x3f800000
+DATA one<>+24(SB)/4, $0x3f800000
+DATA one<>+28(SB)/4, $0x3f800000
+GLOBL one<>(SB), RODATA|NOPTR, $32
+DATA ln2hi<>+0(SB)/4, $0x3f318000
+DATA ln2hi<>+4(SB)/4, $0x3f318000
+DATA ln2hi<>+8(SB)/4, $0x3f318000
+DATA ln2hi<>+12(SB)/4, $0x3f318000
+DATA ln2hi<>+16(SB)/4, $0x3f318000
+DATA ln2hi<>+20(SB)/4, $0x3f318000
+DATA ln2hi<>+24(SB)/4, $0x3f318000
+DATA ln2hi<>+28(SB)/4, $0x3f318000
+GLOBL ln2hi<>(SB), RODATA|NOPTR, $32
+DATA ln2lo<>+0(SB)/4, $0xb95e8083
+DATA ln2lo<>+4(SB)/4, $0xb95e8083
+DATA ln2lo<>+8(SB)/4, $0xb95e8083
+DATA ln2lo<>+12(SB)/4, $0xb95e8083
+DATA ln2lo<>+16(SB)/4, $0xb95e8083
+DATA ln2lo<>+20(SB)/4, $0xb95e8083
+DATA ln2lo<>+24(SB)/4, $0xb95e8083
+DATA ln2lo<>+28(SB)/4, $0xb95e8083
+GLOBL ln2lo<>(SB), RODATA|NOPTR, $32
+DATA p0<>+0(SB)/4, $0x39506967
+DATA p0<>+4(SB)/4, $0x39506967
+DATA p0<>+8(SB)/4, $0x39506967
+DATA p0<>+12(SB)/4, $0x39506967
+DATA p0<>+16(SB)/4, $0x39506967
+DATA p0<>+20(SB)/4, $0x39506967
+DATA p0<>+24(SB)/4, $0x39506967
+DATA p0<>+28(SB)/4, $0x39506967
+GLOBL p0<>(SB), RODATA|NOPTR, $32
+DATA p1<>+0(SB)/4, $0x3ab743ce
+DATA p1<>+4(SB)/4, $0x3ab743ce
+DATA p1<>+8(SB)/4, $0x3ab743ce
+DATA p1<>+12(SB)/4, $0x3ab743ce
+DATA p1<>+16(SB)/4, $0x3ab743ce
+DATA p1<>+20(SB)/4, $0x3ab743ce
+DATA p1<>+24(SB)/4, $0x3ab743ce
+DATA p1<>+28(SB)/4, $0x3ab743ce
+GLOBL p1<>(SB), RODATA|NOPTR, $32
+DATA p2<>+0(SB)/4, $0x3c088908
+DATA p2<>+4(SB)/4, $0x3c088908
+DATA p2<>+8(SB)/4, $0x3c088908
+DATA p2<>+12(SB)/4, $0x3c088908
+DATA p2<>+16(SB)/4, $0x3c088908
+DATA p2<>+20(SB)/4, $0x3c088908
+DATA p2<>+24(SB)/4, $0x3c088908
+DATA p2<>+28(SB)/4, $0x3c088908
+GLOBL p2<>(SB), RODATA|NOPTR, $32
+DATA p3<>+0(SB)/4, $0x3d2aa9c1
+DATA p3<>+4(SB)/4, $0x3d2aa9c1
+DATA p3<>+8(SB)/4, $0x3d2aa9c1
+DATA p3<>+12(SB)/4, $0x3d2aa9c1
+DATA p3<>+16(SB)/4, $0x3d2aa9c1
+DATA p3<>+20(SB)/4, $0x3d2aa9c1
+DATA p3<>+24(SB)/4, $0x3d2aa9c1
+DATA p3<>+28(SB)/4, $0x3d2aa9c1
+GLOBL p3<>(SB), RODATA|NOPTR, $32
+DATA p4<>+0(SB)/4, $0x3e2aaaaa
+DATA p4<>+4(SB)/4, $0x3e2aaaaa
+DATA p4<>+8(SB)/4, $0x3e2aaaaa
+DATA p4<>+12(SB)/4, $0x3e2aaaaa
+DATA p4<>+16(SB)/4, $0x3e2aaaaa
+DATA p4<>+20(SB)/4, $0x3e2aaaaa
+DATA p4<>+24(SB)/4, $0x3e2aaaaa
+DATA p4<>+28(SB)/4, $0x3e2aaaaa
+GLOBL p4<>(SB), RODATA|NOPTR, $32
+DATA p5<>+0(SB)/4, $0x3f000000
+DATA p5<>+4(SB)/4, $0x3f000000
+DATA p5<>+8(SB)/4, $0x3f000000
+DATA p5<>+12(SB)/4, $0x3f000000
+DATA p5<>+16(SB)/4, $0x3f000000
+DATA p5<>+20(SB)/4, $0x3f000000
+DATA p5<>+24(SB)/4, $0x3f000000
+DATA p5<>+28(SB)/4, $0x3f000000
+GLOBL p5<>(SB), RODATA|NOPTR, $32
+DATA bias<>+0(SB)/4, $0x0000007f
+DATA bias<>+4(SB)/4, $0x0000007f
+DATA bias<>+8(SB)/4, $0x0000007f
+DATA bias<>+12(SB)/4, $0x0000007f
+DATA bias<>+16(SB)/4, $0x0000007f
+DATA bias<>+20(SB)/4, $0x0000007f
+DATA bias<>+24(SB)/4, $0x0000007f
+DATA bias<>+28(SB)/4, $0x0000007f
+GLOBL bias<>(SB), RODATA|NOPTR, $32
+
+// EXP8 replaces the eight lanes of Y0 with their exponentials, using
+// Y1, Y2 and Y3.
+#define EXP8 \
+	VMINPS expHi<>(SB), Y0, Y0 \
+	VMAXPS expLo<>(SB), Y0, Y0 \
+	VMULPS log2e<>(SB), Y0, Y1 \
+	VADDPS half<>(SB), Y1, Y1 \
+	VROUNDPS $1, Y1, Y1 \
+	VFNMADD231PS ln2hi<>(SB), Y1, Y0 \
+	VFNMADD231PS ln2lo<>(SB), Y1, Y0 \
+	VMULPS Y0, Y0, Y3 \
+	VMOVUPS p0<>(SB), Y2 \
+	VFMADD213PS p1<>(SB), Y0, Y2 \
+	VFMADD213PS p2<>(SB), Y0, Y2 \
+	VFMADD213PS p3<>(SB), Y0, Y2 \
+	VFMADD213PS p4<>(SB), Y0, Y2 \
+	VFMADD213PS p5<>(SB), Y0, Y2 \
+	VFMADD213PS Y0, Y3, Y2 \
+	VADDPS one<>(SB), Y2, Y2 \
+	VCVTTPS2DQ Y1, Y1 \
+	VPADDD bias<>(SB), Y1, Y1 \
+	VPSLLD $23, Y1, Y1 \
+	VMULPS Y1, Y2, Y0
+
+// func expShiftAVX2(x *float32, n int, shift float32) float32
+// x[i] = e^(x[i]−shift) for i < n, n a multiple of 8; returns their sum.
+TEXT ·expShiftAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y5
+	VXORPS Y6, Y6, Y6
+	XORQ AX, AX
+
+expLoop:
+	CMPQ AX, CX
+	JGE  expDone
+	VMOVUPS (SI)(AX*4), Y0
+	VSUBPS Y5, Y0, Y0
+	EXP8
+	VMOVUPS Y0, (SI)(AX*4)
+	VADDPS Y0, Y6, Y6
+	ADDQ $8, AX
+	JMP  expLoop
+
+expDone:
+	VEXTRACTF128 $1, Y6, X1
+	VADDPS       X1, X6, X6
+	VHADDPS      X6, X6, X6
+	VHADDPS      X6, X6, X6
+	VZEROUPPER
+	MOVSS X6, ret+24(FP)
+	RET
+
+// func swigluAVX2(a, b *float32, n int)
+// a[i] = a[i]/(1+e^(−a[i]))·b[i] (silu(a)·b) for i < n, n a multiple of 8;
+// 0 where a[i] < −88.376, past which e^(−a[i]) overflows.
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+swiLoop:
+	CMPQ AX, CX
+	JGE  swiDone
+	VMOVUPS (SI)(AX*4), Y4
+	VXORPS Y0, Y0, Y0
+	VSUBPS Y4, Y0, Y0
+	EXP8
+	VADDPS one<>(SB), Y0, Y0
+	VCMPPS $1, expLo<>(SB), Y4, Y5
+	VDIVPS Y0, Y4, Y4
+	VANDNPS Y4, Y5, Y4
+	VMULPS (DI)(AX*4), Y4, Y4
+	VMOVUPS Y4, (SI)(AX*4)
+	ADDQ $8, AX
+	JMP  swiLoop
+
+swiDone:
+	VZEROUPPER
+	RET

@@ -14,3 +14,10 @@ func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) { return dot4Go(
 // weightedRows adds Σ_j p[j]·v[j·stride : j·stride+len(out)] into out
 // (the portable kernel).
 func weightedRows(out, v, p []float32, stride int) { weightedRowsGo(out, v, p, stride) }
+
+// expShift replaces each x[i] with e^(x[i]−shift) and returns their sum
+// (the portable kernel).
+func expShift(x []float32, shift float32) float32 { return expShiftGo(x, shift) }
+
+// swiglu writes silu(a)·b into a (the portable kernel).
+func swiglu(a, b []float32) { swigluGo(a, b) }

@@ -56,5 +56,50 @@ func TestKernels(t *testing.T) {
 			}
 		}
 	}
+	// Softmax's exponentials and SwiGLU: random values over the range
+	// they see, and the edges where the exponential underflows or
+	// overflows.
+	edges := []float32{0, -1e-8, 1e-8, -1, 1, -10, -50, -87, -88.3, -88.4, -88.8, -100, -1e30, 20, 87, 88.3, 88.8, 100}
+	for _, n := range []int{1, 7, 8, 9, 24, 100, 1024, 1025} {
+		x := vec(n)
+		for i := range x {
+			x[i] *= 20
+		}
+		copy(x, edges)
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		// Shift by 0: the edges are what the kernel sees.
+		gs, ws := expShift(got, 0), expShiftGo(want, 0)
+		for i := range got {
+			if !nearExp(got[i], want[i]) {
+				t.Errorf("n=%d: e^%v: kernel %v, math.Exp %v", n, x[i], got[i], want[i])
+			}
+		}
+		if !nearExp(gs, ws) && !(math.IsInf(float64(gs), 1) && math.IsInf(float64(ws), 1)) {
+			t.Errorf("n=%d: sum of exponentials %v, portable %v", n, gs, ws)
+		}
+		b := vec(n)
+		got, want = append([]float32(nil), x...), append([]float32(nil), x...)
+		swiglu(got, b)
+		swigluGo(want, b)
+		for i := range got {
+			if !nearExp(got[i], want[i]) {
+				t.Errorf("n=%d: silu(%v)·%v: kernel %v, portable %v", n, x[i], b[i], got[i], want[i])
+			}
+		}
+	}
 	t.Logf("AVX2/FMA kernels in use: %v", useAVX2)
+}
+
+// nearExp: within 4 ulps (relative 5e-7), or both below 1e-36 (where
+// the kernel's clamped exponential parts from math.Exp's), or the same
+// infinity.
+func nearExp(got, want float32) bool {
+	g, w := float64(got), float64(want)
+	if math.Abs(g) < 1e-36 && math.Abs(w) < 1e-36 {
+		return true
+	}
+	if math.IsInf(w, 0) || math.IsInf(g, 0) {
+		return g == w || math.Abs(g) > 1e38 && math.Abs(w) > 1e38 && (g > 0) == (w > 0)
+	}
+	return math.Abs(g-w) <= 5e-7*math.Abs(w)
 }

@@ -142,12 +142,25 @@ func addTo(x, y []float32) {
 	}
 }
 
-// swiglu writes silu(a) * b into a.
-func swiglu(a, b []float32) {
+// swigluGo writes silu(a)·b into a: the portable kernel, and the oracle
+// of the assembly one.
+func swigluGo(a, b []float32) {
 	b = b[:len(a)]
 	for i, v := range a {
 		a[i] = v / (1 + float32(math.Exp(float64(-v)))) * b[i]
 	}
+}
+
+// expShiftGo replaces each x[i] with e^(x[i]−shift) and returns their
+// sum: the portable kernel, and the oracle of the assembly one.
+func expShiftGo(x []float32, shift float32) float32 {
+	var sum float32
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - shift)))
+		x[i] = e
+		sum += e
+	}
+	return sum
 }
 
 // ropeTableLen is how many positions the rotary tables hold up front: the
@@ -225,13 +238,7 @@ func attend(out, q []float32, segs [2]kvSeg, off, hd, d int, scores []float32) {
 	for _, s := range scores[:n] {
 		maxScore = max(maxScore, s)
 	}
-	var sum float32
-	for j := range n {
-		e := float32(math.Exp(float64(scores[j] - maxScore)))
-		scores[j] = e
-		sum += e
-	}
-	inv := 1 / sum
+	inv := 1 / expShift(scores[:n], maxScore)
 	for j := range n {
 		scores[j] *= inv
 	}

@@ -112,7 +112,11 @@ func runBlocks(blocks []block, x []float32, rowsPer int, caches []*kvCache, s *s
 		b.norm2.apply(xb, x, rows)
 		b.ffn.w1.apply(h1, xb, rows, workers)
 		b.ffn.w3.apply(h3, xb, rows, workers)
-		swiglu(h1, h3)
+		swigluWorkers := workers
+		if rows*ff < 1<<14 {
+			swigluWorkers = 1
+		}
+		parallel(swigluWorkers, rows, func(_, lo, hi int) { swiglu(h1[lo*ff:hi*ff], h3[lo*ff:hi*ff]) })
 		b.ffn.w2.apply(tmp, h1, rows, workers)
 		addTo(x[:rows*d], tmp)
 	}
