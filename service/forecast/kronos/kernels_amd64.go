@@ -19,6 +19,9 @@ func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
 func weightedRowsAVX2(out, v, p *float32, rows, stride, n int)
 
 //go:noescape
+func dot4x3AVX2(w, x *float32, n int, res *[12]float32)
+
+//go:noescape
 func expShiftAVX2(x *float32, n int, shift float32) float32
 
 //go:noescape
@@ -101,4 +104,16 @@ func swiglu(a, b []float32) {
 	n8 := len(a) &^ 7
 	swigluAVX2(&a[0], &b[0], n8)
 	swigluGo(a[n8:], b[n8:])
+}
+
+// dot4x3 sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
+// three rows w_k of w, each n long and consecutive: a register-blocked
+// kernel when n is a multiple of 8, else three passes of dot4.
+func dot4x3(w, x []float32, n int, res *[12]float32) {
+	if !useAVX2 || n%8 != 0 || n == 0 {
+		dot4x3Go(w, x, n, res)
+		return
+	}
+	_, _ = w[3*n-1], x[4*n-1]
+	dot4x3AVX2(&w[0], &x[0], n, res)
 }

@@ -2,6 +2,15 @@
 
 #include "textflag.h"
 
+// HSUM stores the sum of the eight lanes of Y (X its low half) at
+// off(DX), using T.
+#define HSUM(Y, X, T, off) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS T, X, X \
+	VHADDPS X, X, X \
+	VHADDPS X, X, X \
+	MOVSS X, off(DX)
+
 // func dotAVX2(a, b *float32, n int) float32
 // n is a multiple of 8. Two accumulators of eight lanes.
 TEXT ·dotAVX2(SB), NOSPLIT, $0-28
@@ -418,5 +427,77 @@ swiLoop:
 	JMP  swiLoop
 
 swiDone:
+	VZEROUPPER
+	RET
+
+// func dot4x3AVX2(w, x *float32, n int, res *[12]float32)
+// res[3r+k] = x_r·w_k for four rows x_r of x and three rows w_k of w,
+// each n long (a multiple of 8) and consecutive: twelve accumulators, so
+// the fused multiply-adds do not wait on each other, and seven loads for
+// twelve of them.
+TEXT ·dot4x3AVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R8
+	MOVQ n+16(FP), CX
+	MOVQ res+24(FP), DX
+	MOVQ CX, BX
+	SHLQ $2, BX
+	LEAQ (SI)(BX*1), R12
+	LEAQ (R12)(BX*1), R13
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	LEAQ (R10)(BX*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ AX, AX
+
+gemmLoop:
+	CMPQ AX, CX
+	JGE  gemmDone
+	VMOVUPS (SI)(AX*4), Y12
+	VMOVUPS (R12)(AX*4), Y13
+	VMOVUPS (R13)(AX*4), Y14
+	VMOVUPS (R8)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y1
+	VFMADD231PS Y15, Y14, Y2
+	VMOVUPS (R9)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y5
+	VMOVUPS (R10)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y6
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (R11)(AX*4), Y15
+	VFMADD231PS Y15, Y12, Y9
+	VFMADD231PS Y15, Y13, Y10
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $8, AX
+	JMP  gemmLoop
+
+gemmDone:
+	HSUM(Y0, X0, X12, 0)
+	HSUM(Y1, X1, X12, 4)
+	HSUM(Y2, X2, X12, 8)
+	HSUM(Y3, X3, X12, 12)
+	HSUM(Y4, X4, X12, 16)
+	HSUM(Y5, X5, X12, 20)
+	HSUM(Y6, X6, X12, 24)
+	HSUM(Y7, X7, X12, 28)
+	HSUM(Y8, X8, X12, 32)
+	HSUM(Y9, X9, X12, 36)
+	HSUM(Y10, X10, X12, 40)
+	HSUM(Y11, X11, X12, 44)
 	VZEROUPPER
 	RET

@@ -37,6 +37,19 @@ func TestKernels(t *testing.T) {
 			}
 		}
 	}
+	// The linear layers' register-blocked kernel: four input rows
+	// against three weight rows.
+	for _, n := range []int{1, 6, 8, 12, 64, 256, 832, 1024} {
+		w, x := vec(3*n), vec(4*n)
+		var got, want [12]float32
+		dot4x3(w, x, n, &got)
+		dot4x3Go(w, x, n, &want)
+		for i := range got {
+			if !close(got[i], want[i], n) {
+				t.Errorf("n=%d: dot4x3[%d] %v, portable %v", n, i, got[i], want[i])
+			}
+		}
+	}
 	// Attention's weighted sum of value rows: one head's columns of rows
 	// of the model's width, the heads' widths of the published models
 	// (64, and 52 for Kronos-base) and others.

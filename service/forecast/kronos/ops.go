@@ -37,7 +37,8 @@ func (l *linear) apply(out, x []float32, rows, workers int) {
 }
 
 // rangeOf computes output features [lo, hi) of every row. Rows go four at
-// a time so each weight row is read once per four dot products.
+// a time against three weight rows at a time, so each weight row is read
+// once per four dot products and each input row once per three.
 func (l *linear) rangeOf(out, x []float32, rows, lo, hi int) {
 	in, nOut := l.in, l.out
 	r := 0
@@ -46,7 +47,22 @@ func (l *linear) rangeOf(out, x []float32, rows, lo, hi int) {
 		x1 := x[(r+1)*in : (r+2)*in]
 		x2 := x[(r+2)*in : (r+3)*in]
 		x3 := x[(r+3)*in : (r+4)*in]
-		for o := lo; o < hi; o++ {
+		o := lo
+		var res [12]float32
+		for ; o+3 <= hi; o += 3 {
+			dot4x3(l.w[o*in:(o+3)*in], x[r*in:(r+4)*in], in, &res)
+			for k := range 3 {
+				var b float32
+				if l.b != nil {
+					b = l.b[o+k]
+				}
+				out[r*nOut+o+k] = res[k] + b
+				out[(r+1)*nOut+o+k] = res[3+k] + b
+				out[(r+2)*nOut+o+k] = res[6+k] + b
+				out[(r+3)*nOut+o+k] = res[9+k] + b
+			}
+		}
+		for ; o < hi; o++ {
 			s0, s1, s2, s3 := dot4(l.w[o*in:(o+1)*in], x0, x1, x2, x3)
 			if l.b != nil {
 				b := l.b[o]
@@ -120,6 +136,16 @@ func dot4Go(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 		s3 += a * x3[i]
 	}
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
+}
+
+// dot4x3Go sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
+// three rows w_k of w, each n long and consecutive, by three passes of
+// dot4Go: the portable kernel, and the oracle of the assembly one.
+func dot4x3Go(w, x []float32, n int, res *[12]float32) {
+	x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
+	for k := range 3 {
+		res[k], res[3+k], res[6+k], res[9+k] = dot4Go(w[k*n:(k+1)*n], x0, x1, x2, x3)
+	}
 }
 
 // weightedRowsGo adds Σ_j p[j]·v[j·stride : j·stride+len(out)] into out,
