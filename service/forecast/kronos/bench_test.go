@@ -28,7 +28,7 @@ func BenchmarkForecast(b *testing.B) {
 		{"base/464x48/5-samples", kronosBase, 5},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			md, td, err := writeRandomModel(b.TempDir(), bc.cfg, tokenizerBase, 1)
+			md, td, err := WriteRandom(b.TempDir(), bc.cfg, tokenizerBase, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func BenchmarkForecast(b *testing.B) {
 // Kronos-Tokenizer-base) holds: live heap after Load and a GC, and the
 // process's resident set.
 func BenchmarkLoadSmall(b *testing.B) {
-	md, td, err := writeRandomModel(b.TempDir(), kronosSmall, tokenizerBase, 1)
+	md, td, err := WriteRandom(b.TempDir(), kronosSmall, tokenizerBase, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,10 @@
 // The package owns the arithmetic and nothing else: Load reads two
 // checkpoint directories (config.json + model.safetensors, the Hugging
 // Face layout of NeoQuasar/Kronos-mini, -small, -base and
-// Kronos-Tokenizer-2k, -base) and is the only I/O; fetching candles,
-// caching forecasts and serving them belong to the callers.
+// Kronos-Tokenizer-2k, -base), and WriteRandom writes checkpoints of the
+// same layout with random weights, for tests and speed measurements;
+// those are its only I/O. Fetching candles, caching forecasts and serving
+// them belong to the callers.
 //
 // The code follows the reference module by module, named as there:
 //
@@ -24,8 +26,13 @@
 //   - predictor.go: Kronos.decode_s1 and decode_s2, and the
 //     auto_regressive_inference loop with its 512-token window.
 //   - transformer.go and ops.go: TransformerBlock (RMSNorm, RoPE attention,
-//     SwiGLU) over a cache of keys and values, and the float32 kernels, in
-//     plain Go (no assembly, no cgo).
+//     SwiGLU) over a cache of keys and values, and the portable float32
+//     kernels. kernels_amd64.s holds AVX2/FMA versions of the hot ones
+//     (dot products, the linear layers' blocked product, attention's
+//     weighted sum, the exponential of softmax and SwiGLU), chosen at run
+//     time when the CPU has them; the portable kernels are the fallback,
+//     what -tags purego builds, and the tests' oracle. No cgo.
+//   - random.go: random-weight checkpoints of any shape (WriteRandom).
 //   - sample.go: sample_from_logits with top_k_top_p_filtering.
 //
 // Where it differs from the reference, it computes the same numbers with

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,7 +263,7 @@ func TestPublishedShapes(t *testing.T) {
 			if tc.slow && testing.Short() {
 				t.Skip("Kronos-base writes a 400 MB checkpoint; skipped with -short")
 			}
-			md, td, err := writeRandomModel(t.TempDir(), tc.cfg, tokenizerBase, 1)
+			md, td, err := WriteRandom(t.TempDir(), tc.cfg, tokenizerBase, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,4 +311,15 @@ func syntheticCandles(n, steps int) ([]Candle, []time.Time) {
 		future[i] = t0.Add(time.Duration(n+i) * time.Hour)
 	}
 	return out, future
+}
+
+// copyTensors returns a deep-enough copy for rewriting one entry.
+func copyTensors(ts map[string]*tensor) map[string]*tensor {
+	out := make(map[string]*tensor, len(ts))
+	for n, t := range ts {
+		c := *t
+		c.shape = slices.Clone(t.shape)
+		out[n] = &c
+	}
+	return out
 }

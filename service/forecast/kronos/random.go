@@ -9,12 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 )
 
-// A small safetensors writer and random checkpoints of any Kronos shape,
-// written independently of the loader from the reference's state_dict.
+// Checkpoints of any Kronos shape with seeded random weights, and the
+// small safetensors writer they need: written independently of the
+// loader, from the reference's state_dict, so the tests check the loader
+// against a second reading of the format; and what speed measurements
+// load when the released weights are not at hand (bench/kronos).
 
 // writeSafetensors writes tensors (F32 values in f32, I64 values in i64;
 // F16, BF16 and F64 are encoded from f32) in name order.
@@ -114,7 +116,7 @@ func float32ToHalf(v float32) uint16 {
 	return sign | uint16(exp)<<10 | frac
 }
 
-// checkpointSpec lists the tensors the reference's state_dict holds.
+// tensorSpec is one tensor the reference's state_dict holds.
 type tensorSpec struct {
 	name  string
 	shape []int
@@ -253,6 +255,19 @@ func writeCheckpoint(dir string, config any, tensors map[string]*tensor) error {
 	return writeSafetensors(filepath.Join(dir, "model.safetensors"), tensors)
 }
 
+// PublishedShape returns the shapes of a released predictor and of the
+// tokenizer it ships with: "Kronos-mini" (with Kronos-Tokenizer-2k, whose
+// shape is Kronos-Tokenizer-base's), "Kronos-small" or "Kronos-base"
+// (Hugging Face NeoQuasar config.json files).
+func PublishedShape(name string) (ModelConfig, TokenizerConfig, bool) {
+	for _, c := range []ModelConfig{kronosMini, kronosSmall, kronosBase} {
+		if publishedName(c) == name {
+			return c, tokenizerBase, true
+		}
+	}
+	return ModelConfig{}, TokenizerConfig{}, false
+}
+
 // Published shapes (Hugging Face NeoQuasar config.json files).
 var (
 	tokenizerBase = TokenizerConfig{DIn: 6, DModel: 256, NHeads: 4, FFDim: 512, NEncLayers: 4, NDecLayers: 4, S1Bits: 10, S2Bits: 10, GroupSize: 4}
@@ -261,9 +276,13 @@ var (
 	kronosBase    = ModelConfig{S1Bits: 10, S2Bits: 10, NLayers: 12, DModel: 832, NHeads: 16, FFDim: 2048, LearnTE: true}
 )
 
-// writeRandomModel writes a random predictor and tokenizer of the given
-// shapes under root and returns their directories.
-func writeRandomModel(root string, mc ModelConfig, tc TokenizerConfig, seed uint64) (string, string, error) {
+// WriteRandom writes a predictor and a tokenizer checkpoint of the given
+// shapes, filled with random weights drawn from seed, into root/model and
+// root/tokenizer, and returns those directories. The weights are scaled
+// like a trained model's (linear layers by 1/sqrt(fan-in)), so a forecast
+// runs the same arithmetic, and takes the same time, as with the released
+// weights; its numbers mean nothing.
+func WriteRandom(root string, mc ModelConfig, tc TokenizerConfig, seed uint64) (modelDir, tokenizerDir string, err error) {
 	md, td := filepath.Join(root, "model"), filepath.Join(root, "tokenizer")
 	if err := writeCheckpoint(md, mc, randomTensors(modelSpecs(mc), seed)); err != nil {
 		return "", "", err
@@ -272,15 +291,4 @@ func writeRandomModel(root string, mc ModelConfig, tc TokenizerConfig, seed uint
 		return "", "", err
 	}
 	return md, td, nil
-}
-
-// copyTensors returns a deep-enough copy for rewriting one entry.
-func copyTensors(ts map[string]*tensor) map[string]*tensor {
-	out := make(map[string]*tensor, len(ts))
-	for n, t := range ts {
-		c := *t
-		c.shape = slices.Clone(t.shape)
-		out[n] = &c
-	}
-	return out
 }
