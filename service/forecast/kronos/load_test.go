@@ -244,26 +244,33 @@ func TestLoadHalfPrecision(t *testing.T) {
 	}
 }
 
-// TestPublishedShapes builds random checkpoints of the published shapes,
-// writes them with the test's own writer, and checks that Load accepts
-// them and a short forecast runs.
+// TestPublishedShapes builds random checkpoints of the published shapes
+// (PublishedShape, WriteRandom: the writer independent of the loader),
+// and checks that Load accepts them, names them, counts the model zoo's
+// parameters, and that a short forecast runs.
 func TestPublishedShapes(t *testing.T) {
 	tests := []struct {
 		name   string
-		cfg    ModelConfig
 		params int // the model zoo's parameter count, rounded to 0.1M
 		slow   bool
 	}{
-		{"Kronos-mini", kronosMini, 4_100_000, false},
-		{"Kronos-small", kronosSmall, 24_700_000, false},
-		{"Kronos-base", kronosBase, 102_300_000, true},
+		{"Kronos-mini", 4_100_000, false},
+		{"Kronos-small", 24_700_000, false},
+		{"Kronos-base", 102_300_000, true},
+	}
+	if _, _, ok := PublishedShape("Kronos-large"); ok {
+		t.Error("PublishedShape knows Kronos-large, which is not released")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.slow && testing.Short() {
 				t.Skip("Kronos-base writes a 400 MB checkpoint; skipped with -short")
 			}
-			md, td, err := WriteRandom(t.TempDir(), tc.cfg, tokenizerBase, 1)
+			mc, tok, ok := PublishedShape(tc.name)
+			if !ok {
+				t.Fatalf("PublishedShape(%q) unknown", tc.name)
+			}
+			md, td, err := WriteRandom(t.TempDir(), mc, tok, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

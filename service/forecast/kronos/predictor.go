@@ -94,7 +94,7 @@ func (p *predictor) decodeS2(last []float32, s1 []int, states []*predState, logi
 	hd := d / a.heads
 	parallel(workers, n*a.heads, func(w, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			g, h := t/a.heads, t%a.heads
+			g, h := t%n, t/n // head by head, as in runBlocks
 			c := states[g].dep
 			attend(att[g*d:(g+1)*d], q[g*d:(g+1)*d], c.segs(0, c.n), h*hd, hd, d, sc.scores[w])
 		}

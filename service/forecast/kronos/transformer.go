@@ -95,10 +95,12 @@ func runBlocks(blocks []block, x []float32, rowsPer int, caches []*kvCache, s *s
 			copy(c.v[l][c.n*d:], v[(g*rowsPer)*d:(g+1)*rowsPer*d])
 		}
 		// One task per (group, head); each query row sees every earlier row
-		// of its window and itself (is_causal=True).
+		// of its window and itself (is_causal=True). Tasks go head by head,
+		// so the groups that share a prefix read its keys and values of one
+		// head while they are still in the core's cache.
 		parallel(workers, groups*a.heads, func(w, lo, hi int) {
 			for t := lo; t < hi; t++ {
-				g, h := t/a.heads, t%a.heads
+				g, h := t%groups, t/groups
 				c := caches[g]
 				for r := range rowsPer {
 					row := (g*rowsPer + r) * d
