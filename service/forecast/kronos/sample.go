@@ -17,6 +17,7 @@ type sampler struct {
 	topP        float32
 	rng         *rand.Rand
 	order       []int
+	keys        []uint64
 	sorted      []float32
 	probs       []float64
 }
@@ -28,6 +29,7 @@ func newSampler(o Options, vocab int, stream uint64) *sampler {
 		topP:        float32(o.TopP),
 		rng:         rand.New(rand.NewPCG(o.Seed, stream)),
 		order:       make([]int, vocab),
+		keys:        make([]uint64, vocab),
 		sorted:      make([]float32, vocab),
 		probs:       make([]float64, vocab),
 	}
@@ -96,10 +98,7 @@ func (s *sampler) filter(logits []float32) {
 		}
 	case s.topP < 1:
 		order := s.order[:n]
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(logits[b], logits[a]) })
+		byFallingLogit(order, s.keys[:n], logits)
 		// Softmax of the sorted logits in float32, then the cumulative sum
 		// (PyTorch accumulates a float32 cumsum in double on the CPU).
 		m := logits[order[0]]
@@ -119,4 +118,35 @@ func (s *sampler) filter(logits []float32) {
 			remove = float32(cum) > s.topP
 		}
 	}
+}
+
+// byFallingLogit fills order with the token ids by falling logit, ties in
+// id order, as a stable sort would: one sort of integer keys (in keys,
+// scratch space of the same length), the logit's order-preserving bits
+// above the id.
+func byFallingLogit(order []int, keys []uint64, logits []float32) {
+	for i, l := range logits {
+		keys[i] = descendingKey(l)<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	for j, k := range keys {
+		order[j] = int(uint32(k))
+	}
+}
+
+// descendingKey maps a logit to a key that sorts ascending as the logits
+// sort descending: the float's bits made monotonic (negative values
+// inverted, positive ones above them), then inverted. −0 counts as +0
+// and NaN comes last, as cmp.Compare orders floats.
+func descendingKey(l float32) uint64 {
+	if l != l {
+		return math.MaxUint32
+	}
+	b := math.Float32bits(l + 0) // −0 + 0 = +0
+	if b&(1<<31) != 0 {
+		b = ^b
+	} else {
+		b |= 1 << 31
+	}
+	return uint64(^b)
 }

@@ -1,12 +1,15 @@
 package kronos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -282,5 +285,40 @@ func TestCacheMatchesRecompute(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTopPOrder: byFallingLogit, the top-p filter's key sort, orders tokens as a stable
+// sort by falling logit does (cmp.Compare: −0 equals +0, NaN last), ties
+// in id order, on logits with many ties and the special values.
+func TestTopPOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	nan := float32(math.NaN())
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), nan, math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32}
+	for trial := range 50 {
+		n := 1 + rng.IntN(1100)
+		logits := make([]float32, n)
+		for i := range logits {
+			switch {
+			case rng.IntN(10) == 0:
+				logits[i] = special[rng.IntN(len(special))]
+			case trial%2 == 0:
+				logits[i] = float32(rng.IntN(7) - 3) // many ties
+			default:
+				logits[i] = float32(rng.NormFloat64() * 4)
+			}
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+		slices.SortStableFunc(want, func(a, b int) int { return cmp.Compare(logits[b], logits[a]) })
+		got := make([]int, n)
+		byFallingLogit(got, make([]uint64, n), logits)
+		for j, g := range got {
+			if g != want[j] {
+				t.Fatalf("trial %d: position %d holds token %d (logit %v), want %d (logit %v)", trial, j, g, logits[g], want[j], logits[want[j]])
+			}
+		}
 	}
 }
