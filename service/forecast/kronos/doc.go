@@ -30,8 +30,9 @@
 //     kernels. kernels_amd64.s holds AVX2/FMA versions of the hot ones
 //     (dot products, the linear layers' blocked product, attention's
 //     weighted sum, the exponential of softmax and SwiGLU), chosen at run
-//     time when the CPU has them; the portable kernels are the fallback,
-//     what -tags purego builds, and the tests' oracle. No cgo.
+//     time when the CPU has them, and kernels_arm64.s NEON versions of
+//     the first three; the portable kernels are the fallback, what -tags
+//     purego builds, and the tests' oracle. No cgo.
 //   - random.go: random-weight checkpoints of any shape (WriteRandom).
 //   - sample.go: sample_from_logits with top_k_top_p_filtering.
 //

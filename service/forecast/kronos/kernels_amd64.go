@@ -9,6 +9,9 @@ import "golang.org/x/sys/cpu"
 // run.
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useNEON is false: NEON is arm64's.
+const useNEON = false
+
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
 

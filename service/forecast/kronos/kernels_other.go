@@ -1,9 +1,13 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package kronos
 
-// useAVX2 is false: this build has the portable kernels only.
-const useAVX2 = false
+// useAVX2 and useNEON are false: this build has the portable kernels
+// only.
+const (
+	useAVX2 = false
+	useNEON = false
+)
 
 // dot returns a·b over len(a) (the portable kernel).
 func dot(a, b []float32) float32 { return dotGo(a, b) }

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestKernels: the kernels in use (AVX2/FMA on a CPU that has them,
-// else the portable ones) agree with the portable kernels, their oracle,
-// on random lengths and values, the tails past a multiple of 8 included.
+// TestKernels: the kernels in use (AVX2/FMA on an amd64 CPU that has
+// them, NEON on arm64, else the portable ones) agree with the portable
+// kernels, their oracle, on random lengths and values, the tails past a
+// multiple of 8 (4 on arm64) included.
 func TestKernels(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -52,8 +53,9 @@ func TestKernels(t *testing.T) {
 	}
 	// Attention's weighted sum of value rows: one head's columns of rows
 	// of the model's width, the heads' widths of the published models
-	// (64, and 52 for Kronos-base) and others.
-	for _, n := range []int{1, 4, 8, 12, 32, 40, 52, 64, 72, 100, 136} {
+	// (64, and 52 for Kronos-base) and others (124 runs each of the NEON
+	// kernel's column blocks, 64+32+16+8+4; 6 and 67 leave a tail).
+	for _, n := range []int{1, 4, 6, 8, 12, 32, 40, 52, 64, 67, 72, 100, 124, 136} {
 		for _, rows := range []int{1, 3, 17, 464} {
 			stride := n + 3*rows%5
 			v, p := vec((rows-1)*stride+n), vec(rows)
@@ -100,7 +102,7 @@ func TestKernels(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("AVX2/FMA kernels in use: %v", useAVX2)
+	t.Logf("AVX2/FMA kernels in use: %v; NEON kernels in use: %v", useAVX2, useNEON)
 }
 
 // nearExp: within 4 ulps (relative 5e-7), or both below 1e-36 (where
