@@ -11,9 +11,9 @@
 	VHADDPS X, X, X \
 	MOVSS X, off(DX)
 
-// func dotAVX2(a, b *float32, n int) float32
+// func dotAsm(a, b *float32, n int) float32
 // n is a multiple of 8. Two accumulators of eight lanes.
-TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+TEXT ·dotAsm(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ n+16(FP), CX
@@ -50,9 +50,9 @@ sum:
 	MOVSS X0, ret+24(FP)
 	RET
 
-// func dot4AVX2(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
+// func dot4Asm(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
 // n is a multiple of 8. One load of w feeds four rows.
-TEXT ·dot4AVX2(SB), NOSPLIT, $0-64
+TEXT ·dot4Asm(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ x0+8(FP), R8
 	MOVQ x1+16(FP), R9
@@ -100,11 +100,11 @@ done:
 	MOVSS X4, s3+60(FP)
 	RET
 
-// func weightedRowsAVX2(out, v, p *float32, rows, stride, n int)
+// func weightedRowsAsm(out, v, p *float32, rows, stride, n int)
 // out[0:n] += Σ_j p[j]·v[j·stride : j·stride+n], n a multiple of 8, stride
 // in floats. Columns go in blocks of 64, 32, then 8, each block's sums
 // held in registers over all rows.
-TEXT ·weightedRowsAVX2(SB), NOSPLIT, $0-48
+TEXT ·weightedRowsAsm(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ v+8(FP), SI
 	MOVQ p+16(FP), DX
@@ -430,12 +430,12 @@ swiDone:
 	VZEROUPPER
 	RET
 
-// func dot4x3AVX2(w, x *float32, n int, res *[12]float32)
+// func dot4x3Asm(w, x *float32, n int, res *[12]float32)
 // res[3r+k] = x_r·w_k for four rows x_r of x and three rows w_k of w,
 // each n long (a multiple of 8) and consecutive: twelve accumulators, so
 // the fused multiply-adds do not wait on each other, and seven loads for
 // twelve of them.
-TEXT ·dot4x3AVX2(SB), NOSPLIT, $0-32
+TEXT ·dot4x3Asm(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), R8
 	MOVQ n+16(FP), CX

@@ -12,10 +12,10 @@
 // FADDP2(d, n) is FADDP Sd, Vn.2S: Sd = n0+n1.
 #define FADDP2(d, n) WORD $(0x7e30d800 | (n)<<5 | (d))
 
-// func dotNEON(a, b *float32, n int) float32
+// func dotAsm(a, b *float32, n int) float32
 // n is a multiple of 4. Four accumulators of four lanes, sixteen floats
 // a step, then four at a time into the first.
-TEXT ·dotNEON(SB), NOSPLIT, $0-28
+TEXT ·dotAsm(SB), NOSPLIT, $0-28
 	MOVD a+0(FP), R0
 	MOVD b+8(FP), R1
 	MOVD n+16(FP), R2
@@ -54,11 +54,11 @@ sum:
 	FMOVS F4, ret+24(FP)
 	RET
 
-// func dot4NEON(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
+// func dot4Asm(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
 // n is a multiple of 4. One load of w feeds four rows; two accumulators
 // per row (eight floats a step), so that each waits on its own previous
 // multiply-add only every other step.
-TEXT ·dot4NEON(SB), NOSPLIT, $0-64
+TEXT ·dot4Asm(SB), NOSPLIT, $0-64
 	MOVD w+0(FP), R0
 	MOVD x0+8(FP), R1
 	MOVD x1+16(FP), R2
@@ -117,13 +117,13 @@ sum:
 	VST1 [V14.S4], (R7)
 	RET
 
-// func weightedRowsNEON(out, v, p *float32, rows, stride, n int)
+// func weightedRowsAsm(out, v, p *float32, rows, stride, n int)
 // out[0:n] += Σ_j p[j]·v[j·stride : j·stride+n], n a multiple of 4,
 // stride in floats, rows > 0. Columns go in blocks of 64 (sixteen
 // accumulators), then what is left below 64 in one block each of 32,
 // 16, 8 and 4 as its bits say; each block's sums stay in registers over
 // all rows, p[j] broadcast to V31.
-TEXT ·weightedRowsNEON(SB), NOSPLIT, $0-48
+TEXT ·weightedRowsAsm(SB), NOSPLIT, $0-48
 	MOVD out+0(FP), R0
 	MOVD v+8(FP), R1
 	MOVD p+16(FP), R2
@@ -264,12 +264,12 @@ rows4:
 done:
 	RET
 
-// func dot4x3NEON(w, x *float32, n int, res *[12]float32)
+// func dot4x3Asm(w, x *float32, n int, res *[12]float32)
 // res[3r+k] = x_r·w_k for four rows x_r of x and three rows w_k of w,
 // each n long (a multiple of 4, not 0) and consecutive: twelve
 // accumulators, V(3r+k) for res[3r+k], so the multiply-adds do not wait
 // on each other, and seven loads for twelve of them.
-TEXT ·dot4x3NEON(SB), NOSPLIT, $0-32
+TEXT ·dot4x3Asm(SB), NOSPLIT, $0-32
 	MOVD w+0(FP), R0
 	MOVD x+8(FP), R4
 	MOVD n+16(FP), R8

@@ -2,12 +2,11 @@
 
 package kronos
 
-// useAVX2 and useNEON are false: this build has the portable kernels
-// only.
-const (
-	useAVX2 = false
-	useNEON = false
-)
+// useAsm is false: this build has the portable kernels only.
+const useAsm = false
+
+// asmKernels names the assembly kernels, for the tests' log: none.
+const asmKernels = "none"
 
 // dot returns a·b over len(a) (the portable kernel).
 func dot(a, b []float32) float32 { return dotGo(a, b) }

@@ -102,7 +102,7 @@ func TestKernels(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("AVX2/FMA kernels in use: %v; NEON kernels in use: %v", useAVX2, useNEON)
+	t.Logf("assembly kernels (%s) in use: %v", asmKernels, useAsm)
 }
 
 // nearExp: within 4 ulps (relative 5e-7), or both below 1e-36 (where
