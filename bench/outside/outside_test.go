@@ -132,7 +132,7 @@ func BenchmarkOutside(b *testing.B) {
 			// never at the same time.
 			b.Run("vouchers", func(b *testing.B) {
 				b.StopTimer()
-				unpaid := runWrk(b, srv, wrk, srv.url+"/"+route)
+				unpaid := runWrk(b, srv, wrk, srv.URL+"/"+route)
 				paid := sendVouchers(b, srv, ps, b.N, profiles)
 				b.ReportMetric(float64(paid.wall.Nanoseconds())/float64(paid.calls), "ns/op")
 				b.ReportMetric(unpaid.rate, "402/s")
@@ -172,10 +172,7 @@ func wrkPath(b *testing.B) string {
 
 // server is one `tollgate serve`, stopped when the benchmark ends.
 type server struct {
-	url   string // the public REST listener
-	admin string // the operator listener (/readyz, /debug/pprof)
-	chain string // the in-process devnet's JSON-RPC
-	log   string // its stdout and stderr
+	*rig.Serve
 	// cpu is the CPU seconds the server side has used so far: the
 	// process's (the devnet runs in it) and its PostgreSQL cluster's.
 	cpu func() float64
@@ -185,12 +182,7 @@ type server struct {
 // (sqlite or postgres), announcing deposit as its minimum deposit, and
 // waits until it is ready.
 func startServe(b *testing.B, bin, st string, deposit *big.Int) *server {
-	httpAddr, adminAddr, rpcAddr := rig.FreeAddr(b), rig.FreeAddr(b), rig.FreeAddr(b)
-	s := &server{url: "http://" + httpAddr, admin: "http://" + adminAddr, chain: "http://" + rpcAddr,
-		log: filepath.Join(b.TempDir(), "serve.log")}
-	args := []string{"serve", "--http", httpAddr, "--public-url", s.url, "--grpc", rig.FreeAddr(b), "--admin", adminAddr,
-		"--devnet-rpc", rpcAddr, "--data-dir", b.TempDir(),
-		"--rate-limit", "0", "--paid-rate-limit", "0",
+	args := []string{"--rate-limit", "0", "--paid-rate-limit", "0",
 		"--batch-claim-threshold", "0", "--batch-claim-interval", "5m",
 		"--whale-interval", "1h",
 		"--batch-min-deposit", usd(deposit)}
@@ -199,81 +191,19 @@ func startServe(b *testing.B, bin, st string, deposit *big.Int) *server {
 		db = pgtest.URL(b) // skips without PostgreSQL
 		args = append(args, "--database", db)
 	}
-	f, err := os.Create(s.log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = tollgateFree(os.Environ())
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // killed with the benchmark, however it ends
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	pid := cmd.Process.Pid
+	s := &server{Serve: rig.StartServe(b, bin, args...)}
+	pid := s.Pid
 	s.cpu = func() float64 { return rig.ProcCPU(pid) }
 	if db != "" {
 		s.cpu = func() float64 { return rig.ProcCPU(pid) + rig.ClusterCPU(db) }
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
-	b.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if b.Failed() {
-			b.Logf("tollgate serve log (%s):\n%s", st, s.tail())
-		}
-	})
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		if get(s.admin+"/readyz") == http.StatusOK {
-			return s
-		}
-		select {
-		case <-done:
-			b.Fatalf("tollgate serve (%s) exited while starting:\n%s", st, s.tail())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("tollgate serve (%s) not ready within 2 minutes:\n%s", st, s.tail())
-		}
-	}
+	return s
 }
 
 // usd writes an amount of the devnet token's atomic units in USD.
 func usd(atomic *big.Int) string {
 	unit := new(big.Int).Exp(big.NewInt(10), big.NewInt(devnet.TokenDecimals), nil)
 	return new(big.Rat).SetFrac(atomic, unit).FloatString(devnet.TokenDecimals)
-}
-
-// tail is the end of the server's log.
-func (s *server) tail() string {
-	raw, _ := os.ReadFile(s.log)
-	if len(raw) > 6000 {
-		raw = raw[len(raw)-6000:]
-	}
-	return string(raw)
-}
-
-// get is the status of GET url, 0 when there is no answer.
-func get(url string) int {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-// tollgateFree is env without TOLLGATE_ variables, which serve reads as
-// flag defaults.
-func tollgateFree(env []string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, "TOLLGATE_") })
 }
 
 // unpaid is the wrk phase's result.
@@ -297,7 +227,7 @@ var (
 // before and one after say so, and wrk must count every answer as
 // non-2xx, with no socket error.
 func runWrk(b *testing.B, s *server, wrk, url string) unpaid {
-	if code := get(url); code != http.StatusPaymentRequired {
+	if code := rig.Get(url); code != http.StatusPaymentRequired {
 		b.Fatalf("unpaid GET %s: %d, want 402", url, code)
 	}
 	cpu := meter(s)
@@ -309,7 +239,7 @@ func runWrk(b *testing.B, s *server, wrk, url string) unpaid {
 	wrkCPU := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	serverCPU, others := cpu(wrkCPU)
 	text := string(out)
-	if code := get(url); code != http.StatusPaymentRequired {
+	if code := rig.Get(url); code != http.StatusPaymentRequired {
 		b.Fatalf("unpaid GET %s after wrk: %d, want 402", url, code)
 	}
 	total, non2xx := submatch(wrkTotal, text), submatch(wrkNon2xx, text)
@@ -358,7 +288,7 @@ type channel struct {
 // first paid call, its deposit (the server's announced minimum deposit),
 // all at once.
 func openChannels(b *testing.B, s *server) []*channel {
-	resp, err := http.Get(s.url + "/" + route)
+	resp, err := http.Get(s.URL + "/" + route)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -370,7 +300,7 @@ func openChannels(b *testing.B, s *server) []*channel {
 	}
 	i := slices.IndexFunc(required.Accepts, func(e payment.RequirementsV2) bool { return e.Scheme == batch.Scheme })
 	if i < 0 {
-		b.Fatalf("/%s does not offer batch-settlement:\n%s", route, s.tail())
+		b.Fatalf("/%s does not offer batch-settlement:\n%s", route, s.Tail())
 	}
 	entry := required.Accepts[i]
 	var minDeposit string
@@ -383,14 +313,14 @@ func openChannels(b *testing.B, s *server) []*channel {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := rig.FundPayers(b, s.chain, payers, deposit, []uint32{0, 2, 3, 4, 5, 6, 7, 8})
+	keys := rig.FundPayers(b, s.Chain, payers, deposit, []uint32{0, 2, 3, 4, 5, 6, 7, 8})
 	cs := make([]*channel, len(keys))
 	errs := make(chan error, len(keys))
 	start := time.Now()
 	for i, k := range keys {
 		cs[i] = &channel{session: &batch.Session{Payer: batch.Payer{Key: k, Escrow: terms.Escrow}}, terms: terms, entry: entry,
 			resource: required.Resource}
-		go func() { errs <- cs[i].deposit(s.url + "/" + route) }()
+		go func() { errs <- cs[i].deposit(s.URL + "/" + route) }()
 	}
 	for range keys {
 		if err := <-errs; err != nil {
@@ -463,7 +393,7 @@ func (p *paid) quantile(q float64) time.Duration {
 // charged all n. With profiles set, the server's CPU profile is saved
 // while the calls run (profiles-N.pprof).
 func sendVouchers(b *testing.B, s *server, cs []*channel, n int, profiles string) *paid {
-	url := s.url + "/" + route
+	url := s.URL + "/" + route
 	// Signed before the clock starts, as a payer's would be by the time
 	// it sends them: the load generator shares the server's cores.
 	signed := make([][]string, len(cs))
@@ -580,7 +510,7 @@ func profileServer(b *testing.B, s *server, prefix string) func() {
 				return
 			default:
 			}
-			resp, err := http.Get(s.admin + "/debug/pprof/profile?seconds=1")
+			resp, err := http.Get(s.Admin + "/debug/pprof/profile?seconds=1")
 			if err != nil {
 				b.Errorf("profile: %v", err)
 				return

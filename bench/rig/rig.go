@@ -1,7 +1,8 @@
 // Package rig starts what the benchmarks of bench/ measure from outside:
-// the tollgate binary built from this tree, loopback addresses, payers
-// funded on a devnet, a route's price, and the CPU a process (or a
-// PostgreSQL cluster) spent, read from /proc.
+// the tollgate binary built from this tree, a running `tollgate serve` on
+// its devnet (serve.go), loopback addresses, payers funded on a devnet, a
+// route's price, and the CPU a process (or a PostgreSQL cluster) spent,
+// read from /proc.
 package rig
 
 import (

@@ -12,36 +12,26 @@
 	MOVSS X, off(DX)
 
 // func dotAsm(a, b *float32, n int) float32
-// n is a multiple of 8. Two accumulators of eight lanes.
+// n is a multiple of 8. One accumulator of eight lanes and the same
+// lane sum as dot4Asm and dot4x3Asm: a product has the same bits
+// whichever kernel computes it, so a row's result does not depend on
+// how many rows run with it.
 TEXT ·dotAsm(SB), NOSPLIT, $0-28
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), DI
 	MOVQ n+16(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	XORQ AX, AX
-	MOVQ CX, DX
-	ANDQ $-16, DX
 
-loop16:
-	CMPQ AX, DX
-	JGE  tail8
-	VMOVUPS (SI)(AX*4), Y2
-	VMOVUPS 32(SI)(AX*4), Y3
-	VFMADD231PS (DI)(AX*4), Y2, Y0
-	VFMADD231PS 32(DI)(AX*4), Y3, Y1
-	ADDQ $16, AX
-	JMP  loop16
-
-tail8:
+loop8:
 	CMPQ AX, CX
 	JGE  sum
 	VMOVUPS (SI)(AX*4), Y2
 	VFMADD231PS (DI)(AX*4), Y2, Y0
 	ADDQ $8, AX
+	JMP  loop8
 
 sum:
-	VADDPS       Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
 	VHADDPS      X0, X0, X0

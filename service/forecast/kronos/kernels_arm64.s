@@ -13,51 +13,31 @@
 #define FADDP2(d, n) WORD $(0x7e30d800 | (n)<<5 | (d))
 
 // func dotAsm(a, b *float32, n int) float32
-// n is a multiple of 4. Four accumulators of four lanes, sixteen floats
-// a step, then four at a time into the first.
+// n is a multiple of 4. One accumulator of four lanes, summed
+// (l0+l1)+(l2+l3): the order of dot4Asm and dot4x3Asm, so a product has
+// the same bits whichever kernel computes it, and a row's result does
+// not depend on how many rows run with it.
 TEXT ·dotAsm(SB), NOSPLIT, $0-28
 	MOVD a+0(FP), R0
 	MOVD b+8(FP), R1
 	MOVD n+16(FP), R2
 	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	AND  $-16, R2, R3
-	SUB  R3, R2, R2
-	CBZ  R3, tail4
 
-loop16:
-	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD1.P 64(R1), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VFMLA  V4.S4, V16.S4, V0.S4
-	VFMLA  V5.S4, V17.S4, V1.S4
-	VFMLA  V6.S4, V18.S4, V2.S4
-	VFMLA  V7.S4, V19.S4, V3.S4
-	SUBS   $16, R3, R3
-	BNE    loop16
-
-tail4:
-	CBZ    R2, sum
+loop4:
 	VLD1.P 16(R0), [V4.S4]
 	VLD1.P 16(R1), [V16.S4]
 	VFMLA  V4.S4, V16.S4, V0.S4
-	SUB    $4, R2, R2
-	B      tail4
+	SUBS   $4, R2, R2
+	BNE    loop4
 
-sum:
-	FADDP4(4, 0, 1) // FADDP V4.4S, V0.4S, V1.4S
-	FADDP4(5, 2, 3) // FADDP V5.4S, V2.4S, V3.4S
-	FADDP4(4, 4, 5) // FADDP V4.4S, V4.4S, V5.4S: each accumulator's sum
-	FADDP4(4, 4, 4) // FADDP V4.4S, V4.4S, V4.4S
+	FADDP4(4, 0, 0) // FADDP V4.4S, V0.4S, V0.4S: [l0+l1, l2+l3, …]
 	FADDP2(4, 4)    // FADDP S4, V4.2S
 	FMOVS F4, ret+24(FP)
 	RET
 
 // func dot4Asm(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
-// n is a multiple of 4. One load of w feeds four rows; two accumulators
-// per row (eight floats a step), so that each waits on its own previous
-// multiply-add only every other step.
+// n is a multiple of 4. One load of w feeds four rows, one accumulator
+// each, summed as dotAsm sums.
 TEXT ·dot4Asm(SB), NOSPLIT, $0-64
 	MOVD w+0(FP), R0
 	MOVD x0+8(FP), R1
@@ -69,50 +49,23 @@ TEXT ·dot4Asm(SB), NOSPLIT, $0-64
 	VEOR V1.B16, V1.B16, V1.B16
 	VEOR V2.B16, V2.B16, V2.B16
 	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	AND  $-8, R5, R6
-	CBZ  R6, tail4
 
-loop8:
-	VLD1.P 32(R0), [V16.S4, V17.S4]
-	VLD1.P 32(R1), [V18.S4, V19.S4]
-	VLD1.P 32(R2), [V20.S4, V21.S4]
-	VLD1.P 32(R3), [V22.S4, V23.S4]
-	VLD1.P 32(R4), [V24.S4, V25.S4]
+loop4x4:
+	VLD1.P 16(R0), [V16.S4]
+	VLD1.P 16(R1), [V18.S4]
+	VLD1.P 16(R2), [V20.S4]
+	VLD1.P 16(R3), [V22.S4]
+	VLD1.P 16(R4), [V24.S4]
 	VFMLA  V16.S4, V18.S4, V0.S4
 	VFMLA  V16.S4, V20.S4, V1.S4
 	VFMLA  V16.S4, V22.S4, V2.S4
 	VFMLA  V16.S4, V24.S4, V3.S4
-	VFMLA  V17.S4, V19.S4, V4.S4
-	VFMLA  V17.S4, V21.S4, V5.S4
-	VFMLA  V17.S4, V23.S4, V6.S4
-	VFMLA  V17.S4, V25.S4, V7.S4
-	SUBS   $8, R6, R6
-	BNE    loop8
+	SUBS   $4, R5, R5
+	BNE    loop4x4
 
-tail4:
-	TBZ   $2, R5, sum
-	VLD1  (R0), [V16.S4]
-	VLD1  (R1), [V18.S4]
-	VLD1  (R2), [V20.S4]
-	VLD1  (R3), [V22.S4]
-	VLD1  (R4), [V24.S4]
-	VFMLA V16.S4, V18.S4, V0.S4
-	VFMLA V16.S4, V20.S4, V1.S4
-	VFMLA V16.S4, V22.S4, V2.S4
-	VFMLA V16.S4, V24.S4, V3.S4
-
-sum:
-	FADDP4(8, 0, 4)    // FADDP V8.4S, V0.4S, V4.4S
-	FADDP4(9, 1, 5)    // FADDP V9.4S, V1.4S, V5.4S
-	FADDP4(10, 2, 6)   // FADDP V10.4S, V2.4S, V6.4S
-	FADDP4(11, 3, 7)   // FADDP V11.4S, V3.4S, V7.4S
-	FADDP4(12, 8, 9)   // FADDP V12.4S, V8.4S, V9.4S
-	FADDP4(13, 10, 11) // FADDP V13.4S, V10.4S, V11.4S
-	FADDP4(14, 12, 13) // FADDP V14.4S, V12.4S, V13.4S: [s0, s1, s2, s3]
+	FADDP4(8, 0, 1)    // FADDP V8.4S, V0.4S, V1.4S
+	FADDP4(9, 2, 3)    // FADDP V9.4S, V2.4S, V3.4S
+	FADDP4(14, 8, 9)   // FADDP V14.4S, V8.4S, V9.4S: [s0, s1, s2, s3]
 	MOVD $s0+48(FP), R7
 	VST1 [V14.S4], (R7)
 	RET

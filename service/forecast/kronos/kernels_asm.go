@@ -6,6 +6,12 @@ package kronos
 // each runs the multiples of lanes in assembly and the rest one by one,
 // and falls back to the portable kernel when the CPU lacks the
 // instructions (useAsm) or the input is shorter than one vector.
+//
+// dot, dot4 and dot4x3 sum a product in one order, so x·w has the same
+// bits whichever of them computes it: a row's result must not depend on
+// how many rows run with it (the linear layers take rows four at a time
+// and the leftovers one by one), or a forecast's first steps would
+// differ in their last bits from a shorter forecast's.
 
 //go:noescape
 func dotAsm(a, b *float32, n int) float32
@@ -74,10 +80,15 @@ func weightedRows(out, v, p []float32, stride int) {
 
 // dot4x3 sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
 // three rows w_k of w, each n long and consecutive: twelve accumulators
-// in registers when n is a multiple of lanes, else three passes of dot4.
+// in registers when n is a multiple of lanes, else three passes of dot4
+// (whose tail is summed as its own; not dot4x3Go's order, which would
+// give a row other bits here than where dot4 or dot computes it).
 func dot4x3(w, x []float32, n int, res *[12]float32) {
 	if !useAsm || n%lanes != 0 || n == 0 {
-		dot4x3Go(w, x, n, res)
+		x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
+		for k := range 3 {
+			res[k], res[3+k], res[6+k], res[9+k] = dot4(w[k*n:(k+1)*n], x0, x1, x2, x3)
+		}
 		return
 	}
 	_, _ = w[3*n-1], x[4*n-1]

@@ -118,3 +118,37 @@ func nearExp(got, want float32) bool {
 	}
 	return math.Abs(g-w) <= 5e-7*math.Abs(w)
 }
+
+// TestKernelsAgreeBitwise: dot, dot4 (either way round) and dot4x3 give
+// a product the same bits, on every length: a row's result must not
+// depend on how many rows run with it, or on which of them it is (the
+// linear layers take rows four at a time, the leftovers one by one, and
+// TestKronosHorizonPrefix in package service relies on it).
+func TestKernelsAgreeBitwise(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for n := 1; n <= 70; n++ {
+		w, x := vec(3*n), vec(4*n)
+		var res [12]float32
+		dot4x3(w, x, n, &res)
+		for k := range 3 {
+			wk := w[k*n : (k+1)*n]
+			s0, s1, s2, s3 := dot4(wk, x[:n], x[n:2*n], x[2*n:3*n], x[3*n:])
+			for r, s := range []float32{s0, s1, s2, s3} {
+				xr := x[r*n : (r+1)*n]
+				alone := dot(wk, xr)
+				swapped, _, _, _ := dot4(xr, wk, wk, wk, wk)
+				if s != alone || s != swapped || s != res[3*r+k] {
+					t.Fatalf("n=%d row %d weight %d: dot4 %v, dot %v, dot4 swapped %v, dot4x3 %v", n, r, k, s, alone, swapped, res[3*r+k])
+				}
+			}
+		}
+	}
+}

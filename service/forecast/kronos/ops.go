@@ -92,22 +92,23 @@ func (l *linear) rangeOf(out, x []float32, rows, lo, hi int) {
 	}
 }
 
-// dotGo returns a·b over len(a), in four running sums: the portable
-// kernel, and the oracle of the assembly one (kernels_amd64.s).
+// dotGo returns a·b over len(a), in dot4Go's order (the even and the odd
+// products in two running sums, a tail into the first): a product has the
+// same bits whichever portable kernel computes it. The portable kernel,
+// and the oracle of the assembly ones.
 func dotGo(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
+	n := len(a)
+	b = b[:n]
+	var s, t float32
 	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for ; i+2 <= n; i += 2 {
+		s += a[i] * b[i]
+		t += a[i+1] * b[i+1]
 	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+	for ; i < n; i++ {
+		s += a[i] * b[i]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s + t
 }
 
 // dot4Go returns w·x0, w·x1, w·x2, w·x3: one pass over w for four rows;
