@@ -1,10 +1,15 @@
-// Package kronos measures the whole `tollgate kronos` command from
-// outside, cold: each run is a fresh process that reads a checkpoint,
-// loads it and forecasts, the way an operator times it. The checkpoints
-// have the published shapes (Kronos-mini, -small and -base, with their
-// tokenizer) and random weights (kronos.WriteRandom): the arithmetic, and
-// so the time, are those of the released weights. The input is 464
-// hourly candles; each run forecasts 48.
+// Package kronos measures Kronos from outside: BenchmarkCommand the
+// whole `tollgate kronos` command, and BenchmarkPaidColdBurst
+// (burst_test.go) a burst of paid cold /forecast requests to `tollgate
+// serve`.
+//
+// BenchmarkCommand runs the command cold: each run is a fresh process
+// that reads a checkpoint, loads it and forecasts, the way an operator
+// times it. The checkpoints have the published shapes (Kronos-mini,
+// -small and -base, with their tokenizer) and random weights
+// (kronos.WriteRandom): the arithmetic, and so the time, are those of the
+// released weights. The input is 464 hourly candles; each run forecasts
+// 48.
 //
 //	go test -run x -bench . -benchtime 5x ./bench/kronos/
 //
