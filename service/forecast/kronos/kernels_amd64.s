@@ -41,7 +41,8 @@ sum:
 	RET
 
 // func dot4Asm(w, x0, x1, x2, x3 *float32, n int) (s0, s1, s2, s3 float32)
-// n is a multiple of 8. One load of w feeds four rows.
+// n is a multiple of 8. One load of w feeds four rows, one accumulator
+// each, summed as dotAsm sums.
 TEXT ·dot4Asm(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ x0+8(FP), R8
