@@ -11,7 +11,8 @@ package kronos
 // bits whichever of them computes it: a row's result must not depend on
 // how many rows run with it (the linear layers take rows four at a time
 // and the leftovers one by one), or a forecast's first steps would
-// differ in their last bits from a shorter forecast's.
+// differ in their last bits from a shorter forecast's. The tails round
+// each product before adding it, as the portable kernels do.
 
 //go:noescape
 func dotAsm(a, b *float32, n int) float32
@@ -35,7 +36,7 @@ func dot(a, b []float32) float32 {
 	nv := n &^ (lanes - 1)
 	s := dotAsm(&a[0], &b[0], nv)
 	for i := nv; i < n; i++ {
-		s += a[i] * b[i]
+		s += float32(a[i] * b[i])
 	}
 	return s
 }
@@ -51,10 +52,10 @@ func dot4(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	s0, s1, s2, s3 = dot4Asm(&w[0], &x0[0], &x1[0], &x2[0], &x3[0], nv)
 	for i := nv; i < n; i++ {
 		a := w[i]
-		s0 += a * x0[i]
-		s1 += a * x1[i]
-		s2 += a * x2[i]
-		s3 += a * x3[i]
+		s0 += float32(a * x0[i])
+		s1 += float32(a * x1[i])
+		s2 += float32(a * x2[i])
+		s3 += float32(a * x3[i])
 	}
 	return s0, s1, s2, s3
 }
@@ -73,7 +74,7 @@ func weightedRows(out, v, p []float32, stride int) {
 	for j, pj := range p {
 		vj := v[j*stride+nv : j*stride+n]
 		for i, x := range vj {
-			out[nv+i] += pj * x
+			out[nv+i] += float32(pj * x)
 		}
 	}
 }

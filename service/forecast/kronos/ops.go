@@ -94,19 +94,21 @@ func (l *linear) rangeOf(out, x []float32, rows, lo, hi int) {
 
 // dotGo returns a·b over len(a), in dot4Go's order (the even and the odd
 // products in two running sums, a tail into the first): a product has the
-// same bits whichever portable kernel computes it. The portable kernel,
-// and the oracle of the assembly ones.
+// same bits whichever portable kernel computes it. Each product is
+// rounded before it is added (the float32 conversion): Go may otherwise
+// fuse a multiply-add here and not there (it does on arm64 and with
+// GOAMD64=v3). The portable kernel, and the oracle of the assembly ones.
 func dotGo(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s, t float32
 	i := 0
 	for ; i+2 <= n; i += 2 {
-		s += a[i] * b[i]
-		t += a[i+1] * b[i+1]
+		s += float32(a[i] * b[i])
+		t += float32(a[i+1] * b[i+1])
 	}
 	for ; i < n; i++ {
-		s += a[i] * b[i]
+		s += float32(a[i] * b[i])
 	}
 	return s + t
 }
@@ -120,21 +122,21 @@ func dot4Go(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	i := 0
 	for ; i+2 <= n; i += 2 {
 		a, b := w[i], w[i+1]
-		s0 += a * x0[i]
-		s1 += a * x1[i]
-		s2 += a * x2[i]
-		s3 += a * x3[i]
-		t0 += b * x0[i+1]
-		t1 += b * x1[i+1]
-		t2 += b * x2[i+1]
-		t3 += b * x3[i+1]
+		s0 += float32(a * x0[i])
+		s1 += float32(a * x1[i])
+		s2 += float32(a * x2[i])
+		s3 += float32(a * x3[i])
+		t0 += float32(b * x0[i+1])
+		t1 += float32(b * x1[i+1])
+		t2 += float32(b * x2[i+1])
+		t3 += float32(b * x3[i+1])
 	}
 	for ; i < n; i++ {
 		a := w[i]
-		s0 += a * x0[i]
-		s1 += a * x1[i]
-		s2 += a * x2[i]
-		s3 += a * x3[i]
+		s0 += float32(a * x0[i])
+		s1 += float32(a * x1[i])
+		s2 += float32(a * x2[i])
+		s3 += float32(a * x3[i])
 	}
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
 }
@@ -156,7 +158,7 @@ func weightedRowsGo(out, v, p []float32, stride int) {
 	for j, pj := range p {
 		vj := v[j*stride : j*stride+n]
 		for i, x := range vj {
-			out[i] += pj * x
+			out[i] += float32(pj * x)
 		}
 	}
 }
