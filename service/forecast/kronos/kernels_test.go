@@ -12,14 +12,7 @@ import (
 // multiple of 8 (4 on arm64) included.
 func TestKernels(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(7, 8))
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
+	vec := normals(rand.New(rand.NewPCG(7, 8)))
 	close := func(got, want float32, n int) bool {
 		// Other summation orders and fused roundings: within a few ulps
 		// of the sum's magnitude.
@@ -126,14 +119,7 @@ func nearExp(got, want float32) bool {
 // TestKronosHorizonPrefix in package service relies on it).
 func TestKernelsAgreeBitwise(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(9, 10))
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
+	vec := normals(rand.New(rand.NewPCG(9, 10)))
 	for n := 1; n <= 70; n++ {
 		w, x := vec(3*n), vec(4*n)
 		var res [12]float32
@@ -150,5 +136,17 @@ func TestKernelsAgreeBitwise(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// normals returns a maker of vectors of n standard normal float32s drawn
+// from rng.
+func normals(rng *rand.Rand) func(n int) []float32 {
+	return func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
 	}
 }
