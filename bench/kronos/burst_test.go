@@ -19,11 +19,12 @@ import (
 	"github.com/tollgate/tollgate/payment"
 	"github.com/tollgate/tollgate/payment/exact"
 	"github.com/tollgate/tollgate/service/forecast/kronos"
+	"github.com/tollgate/tollgate/service/market"
 )
 
 // products are the /forecast products: BTC and ETH from the candle
 // feed, the NSE equities from the equity feed.
-var products = []string{"BTC-USD", "ETH-USD", "RELIANCE.NS", "TCS.NS", "HDFCBANK.NS", "INFY.NS", "ICICIBANK.NS"}
+var products = append([]string{"BTC-USD", "ETH-USD"}, market.Equities...)
 
 // BenchmarkPaidColdBurst: 50 paid /forecast requests at once, over the 7
 // products with distinct horizons drawn from 1–48, against a `tollgate

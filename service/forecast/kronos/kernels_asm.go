@@ -81,15 +81,10 @@ func weightedRows(out, v, p []float32, stride int) {
 
 // dot4x3 sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
 // three rows w_k of w, each n long and consecutive: twelve accumulators
-// in registers when n is a multiple of lanes, else three passes of dot4
-// (whose tail is summed as its own; not dot4x3Go's order, which would
-// give a row other bits here than where dot4 or dot computes it).
+// in registers when n is a multiple of lanes, else three passes of dot4.
 func dot4x3(w, x []float32, n int, res *[12]float32) {
 	if !useAsm || n%lanes != 0 || n == 0 {
-		x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
-		for k := range 3 {
-			res[k], res[3+k], res[6+k], res[9+k] = dot4(w[k*n:(k+1)*n], x0, x1, x2, x3)
-		}
+		dot4x3Rows(w, x, n, res)
 		return
 	}
 	_, _ = w[3*n-1], x[4*n-1]

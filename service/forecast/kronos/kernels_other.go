@@ -27,4 +27,4 @@ func swiglu(a, b []float32) { swigluGo(a, b) }
 
 // dot4x3 sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
 // three rows w_k of w, each n long and consecutive (the portable kernel).
-func dot4x3(w, x []float32, n int, res *[12]float32) { dot4x3Go(w, x, n, res) }
+func dot4x3(w, x []float32, n int, res *[12]float32) { dot4x3Rows(w, x, n, res) }

@@ -37,10 +37,10 @@ func TestKernels(t *testing.T) {
 		w, x := vec(3*n), vec(4*n)
 		var got, want [12]float32
 		dot4x3(w, x, n, &got)
-		dot4x3Go(w, x, n, &want)
+		dot4x3Rows(w, x, n, &want)
 		for i := range got {
 			if !close(got[i], want[i], n) {
-				t.Errorf("n=%d: dot4x3[%d] %v, portable %v", n, i, got[i], want[i])
+				t.Errorf("n=%d: dot4x3[%d] %v, three dot4 %v", n, i, got[i], want[i])
 			}
 		}
 	}

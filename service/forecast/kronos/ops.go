@@ -141,13 +141,14 @@ func dot4Go(w, x0, x1, x2, x3 []float32) (s0, s1, s2, s3 float32) {
 	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
 }
 
-// dot4x3Go sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
+// dot4x3Rows sets res[3r+k] = x_r·w_k for the four rows x_r of x and the
 // three rows w_k of w, each n long and consecutive, by three passes of
-// dot4Go: the portable kernel, and the oracle of the assembly one.
-func dot4x3Go(w, x []float32, n int, res *[12]float32) {
+// dot4 (the build's): what the portable build runs, the assembly
+// kernel's fallback on lengths it does not take, and its oracle.
+func dot4x3Rows(w, x []float32, n int, res *[12]float32) {
 	x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
 	for k := range 3 {
-		res[k], res[3+k], res[6+k], res[9+k] = dot4Go(w[k*n:(k+1)*n], x0, x1, x2, x3)
+		res[k], res[3+k], res[6+k], res[9+k] = dot4(w[k*n:(k+1)*n], x0, x1, x2, x3)
 	}
 }
 
