@@ -131,9 +131,6 @@ type Gate struct {
 	origin *url.URL // base parsed, once: the sign-in's domain and origin
 	obs    Observer
 	tools  map[string]*route // each operation's first route, by name: the MCP tools
-	// marking: challengeObjects writes siwxMarks for the sign-in's fresh
-	// values (NewGate pre-encoding the challenges), else new values.
-	marking bool
 }
 
 type route struct {
@@ -195,9 +192,7 @@ func NewGate(cfg GateConfig, routes []Route, tally Tally, logger *slog.Logger) (
 		}
 		rt := &route{Route: r, amount: amount, discovery: disc}
 		req := g.requirementFor(rt, "tollgate-resource-url")
-		g.marking = true
-		v1, v2 := g.challengeObjects(req, errNoPayment)
-		g.marking = false
+		v1, v2 := g.challengeWith(req, errNoPayment, siwxMarkValues)
 		b, err := json.Marshal(v1)
 		if err != nil {
 			return nil, err
@@ -350,9 +345,17 @@ func (g *Gate) usd(amount *big.Int) float64 {
 	return USD(amount, g.cfg.Decimals)
 }
 
-// challengeObjects builds the v1 body and the v2 object of a challenge.
-// Their discovery fields were rendered once, with the route.
+// challengeObjects builds the v1 body and the v2 object of a challenge,
+// with a fresh sign-in challenge.
 func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1, RequiredV2) {
+	return g.challengeWith(req, why, func() [3][]byte { return siwxValues(time.Now()) })
+}
+
+// challengeWith is challengeObjects with the sign-in's nonce, issue time
+// and expiry from signIn (called only when the challenge offers a
+// sign-in): NewGate passes siwxMarkValues to cut its templates at them.
+// The discovery fields were rendered once, with the route.
+func (g *Gate) challengeWith(req *Requirement, why *VerifyError, signIn func() [3][]byte) (RequiredV1, RequiredV2) {
 	d := req.discovery
 	if d == nil { // a requirement made outside NewGate's routes
 		d, _ = newDiscovery("", "", "GET /", nil)
@@ -371,11 +374,7 @@ func (g *Gate) challengeObjects(req *Requirement, why *VerifyError) (RequiredV1,
 		v2.Extensions[ExtensionPaymentIdentifier] = identifierExtension
 	}
 	if g.cfg.SignIn != nil && req.transport == TransportREST {
-		values := [3][]byte{[]byte(siwxMarks[0]), []byte(siwxMarks[1]), []byte(siwxMarks[2])}
-		if !g.marking {
-			values = siwxValues(time.Now())
-		}
-		v2.Extensions[ExtensionSIWx] = g.siwxExtension(req.Resource, values)
+		v2.Extensions[ExtensionSIWx] = g.siwxExtension(req.Resource, signIn())
 	}
 	for _, s := range g.cfg.Schemes {
 		v2.Accepts = append(v2.Accepts, s.Accepts(req))

@@ -290,6 +290,12 @@ func isValidSignatureCall(hash common.Hash, sig []byte) []byte {
 // challenge (gate.go); siwxValues gives them.
 var siwxMarks = [3]string{`"tollgate-siwx-nonce"`, `"tollgate-siwx-issued"`, `"tollgate-siwx-expires"`}
 
+// siwxMarkValues are siwxMarks as values: what the pre-encoded
+// challenges are cut at.
+func siwxMarkValues() [3][]byte {
+	return [3][]byte{[]byte(siwxMarks[0]), []byte(siwxMarks[1]), []byte(siwxMarks[2])}
+}
+
 // siwxValues are a new challenge's nonce, issue time and expiry, JSON.
 func siwxValues(now time.Time) [3][]byte {
 	nonce := make([]byte, 16)
