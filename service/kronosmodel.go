@@ -131,7 +131,7 @@ func (k *KronosModel) predict(ctx context.Context, s market.Series, steps int, s
 // a 48-step forecast reads (512 − 48) and the longest horizon.
 const (
 	warmUpCandles = kronos.DefaultMaxContext - warmUpSteps
-	warmUpSteps   = 48
+	warmUpSteps   = forecastHorizon
 )
 
 // WarmUp runs one inference at a cold /forecast's size, on hourly
